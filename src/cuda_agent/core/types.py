@@ -1,0 +1,119 @@
+"""Plain data records passed between the parts: problems, solutions, requests and results.
+
+These are frozen dataclasses with JSON round-trips; they hold no behaviour beyond
+(de)serialisation and tiny derived properties. Loading and validation live in ``problems`` and
+``solutions``; evaluation lives in ``evaluator``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BACKENDS = ("cpu", "cuda")
+BASELINES = ("eager", "compile")
+STAGES = ("static", "build", "load", "verify", "time", "baseline", "internal")
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Element-wise closeness: ``|cand - ref| <= atol + rtol * |ref|`` (as ``torch.allclose``)."""
+
+    atol: float = 1e-2
+    rtol: float = 1e-2
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A KernelBench-format reference problem, possibly resized.
+
+    ``source`` is the exact Python text that is evaluated (after size overrides), and
+    ``content_hash`` is the SHA-256 of that text, so two problems with equal hashes are the
+    same task.
+    """
+
+    id: str
+    path: Path
+    source: str
+    content_hash: str
+    level: int | None = None
+    tags: tuple[str, ...] = ()
+    set_name: str = "file"
+    size: str = "standard"
+    precision: str = "fp32"
+    tolerance: Tolerance = Tolerance()
+    description: str = ""
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "level": self.level,
+            "path": str(self.path),
+            "set": self.set_name,
+            "size": self.size,
+            "tags": list(self.tags),
+            "hash": self.content_hash,
+            "description": self.description,
+        }
+
+
+class SolutionKind(str, enum.Enum):
+    SINGLE_FILE = "single_file"
+    WORKDIR = "workdir"
+
+
+@dataclass(frozen=True)
+class Solution:
+    """A candidate: a KernelBench single file (``ModelNew``) or a CUDA-Agent workdir.
+
+    ``files`` is a snapshot of the candidate's files (relative path -> text) taken when the
+    solution was loaded, so later edits to the directory cannot race with an evaluation.
+    """
+
+    kind: SolutionKind
+    path: Path
+    files: dict[str, str]
+    content_hash: str
+
+    @property
+    def entry_file(self) -> str:
+        return "model_new.py" if self.kind is SolutionKind.WORKDIR else self.path.name
+
+
+@dataclass(frozen=True)
+class StageError:
+    """Why an evaluation stopped: the stage that failed and an agent-readable message."""
+
+    stage: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"stage": self.stage, "message": self.message}
+
+
+@dataclass
+class EvalResult:
+    """The verdict of one evaluation. ``to_dict`` is the CLI's ``--json`` contract."""
+
+    problem_id: str
+    backend: str
+    compiled: bool = False
+    correct: bool = False
+    reward: float = -1.0
+    runtime_us: float | None = None
+    eager_us: float | None = None
+    compile_us: float | None = None
+    speedup_eager: float | None = None
+    speedup_compile: float | None = None
+    flags: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    error: StageError | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["error"] = self.error.to_dict() if self.error else None
+        return out

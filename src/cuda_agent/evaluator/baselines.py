@@ -1,0 +1,118 @@
+"""The torch.compile baseline: measured in its own clean process, cached per problem and device.
+
+The cached quantity is the ratio ``t_compile / t_eager`` measured interleaved in that process;
+an evaluation's compile time is its own live eager time times the ratio. Chaining through eager
+keeps speed-ups consistent even when the machine's state differs between the two processes.
+The cache key covers the problem's content hash, the device, torch, the precision policy and
+the CPU thread count, so a result is never reused where it would not hold.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cuda_agent.core.paths import baselines_dir, ensure_dir
+from cuda_agent.core.types import Problem
+from cuda_agent.evaluator.options import EvalOptions
+from cuda_agent.evaluator.worker.protocol import WorkerRequest
+from cuda_agent.evaluator.worker_process import run_worker, worker_env
+
+CACHE_VERSION = "1"
+
+
+@dataclass
+class CompileBaseline:
+    ok: bool
+    ratio: float | None = None
+    compile_us: float | None = None
+    eager_us: float | None = None
+    cached: bool = False
+    error: str | None = None
+    details: dict[str, Any] | None = None
+
+
+def cache_key(problem: Problem, device: dict[str, Any], opts: EvalOptions) -> str:
+    parts = [
+        CACHE_VERSION,
+        problem.content_hash,
+        str(device.get("device")),
+        str(device.get("torch")),
+        str(device.get("cuda")),
+        opts.backend,
+        str(opts.cpu_threads),
+        "precision:default",
+    ]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
+
+
+def compile_baseline(
+    problem: Problem, device: dict[str, Any], opts: EvalOptions, scratch: Path
+) -> CompileBaseline:
+    key = cache_key(problem, device, opts)
+    path = baselines_dir() / f"{key}.json"
+    if opts.use_baseline_cache and path.exists():
+        data = json.loads(path.read_text())
+        return CompileBaseline(
+            ok=True,
+            ratio=data["ratio"],
+            compile_us=data["compile_us"],
+            eager_us=data["eager_us"],
+            cached=True,
+            details=data,
+        )
+    request = WorkerRequest(
+        mode="baseline_compile",
+        nonce="",
+        backend=opts.backend,
+        problem_id=problem.id,
+        problem_source=problem.source,
+        seed=opts.seed or 0,
+        atol=problem.tolerance.atol,
+        rtol=problem.tolerance.rtol,
+        cpu_threads=opts.cpu_threads,
+        timing=opts.timing,
+    )
+    env = worker_env({"TORCHINDUCTOR_CACHE_DIR": str(ensure_dir(baselines_dir() / "inductor"))})
+    outcome = run_worker(request, timeout_s=opts.baseline_timeout_s, scratch=scratch, env=env)
+    record = outcome.record
+    if record is None:
+        return CompileBaseline(
+            ok=False, error=f"the torch.compile baseline process {outcome.death_reason()}"
+        )
+    if not record.get("ok"):
+        error = record.get("error")
+        message = error.get("message") if isinstance(error, dict) else error
+        return CompileBaseline(ok=False, error=str(message))
+    data = {
+        k: record[k]
+        for k in (
+            "ratio",
+            "compile_us",
+            "eager_us",
+            "compile_seconds",
+            "matches_eager",
+            "timing",
+            "device",
+        )
+    }
+    _write_atomic(ensure_dir(baselines_dir()) / f"{key}.json", data)
+    return CompileBaseline(
+        ok=True,
+        ratio=data["ratio"],
+        compile_us=data["compile_us"],
+        eager_us=data["eager_us"],
+        details=data,
+    )
+
+
+def _write_atomic(path: Path, data: dict[str, Any]) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    with os.fdopen(fd, "w") as handle:
+        json.dump(data, handle, indent=1)
+    os.replace(tmp, path)

@@ -1,0 +1,222 @@
+"""The evaluation pipeline: static -> build -> verify + time (worker) -> baselines -> reward.
+
+``evaluate(problem, solution, options)`` always returns an ``EvalResult``; a candidate's failure
+at any stage is a verdict (``error.stage`` says where), never an exception. Builds run in this
+process (they need no GPU); candidate code runs only in a fresh worker process, on a private
+snapshot of the solution, with a hard timeout. The same path serves the cpu and cuda backends.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from cuda_agent.core.paths import ensure_dir, scratch_dir
+from cuda_agent.core.types import EvalResult, Problem, Solution, SolutionKind, StageError
+from cuda_agent.evaluator.baselines import compile_baseline
+from cuda_agent.evaluator.build.builder import BuildResult, build_extension
+from cuda_agent.evaluator.build.inline import inline_spec, workdir_spec
+from cuda_agent.evaluator.build.spec import ExtensionSpec, FlagError
+from cuda_agent.evaluator.options import EvalOptions
+from cuda_agent.evaluator.reward import compute_reward
+from cuda_agent.evaluator.worker.protocol import WorkerRequest
+from cuda_agent.evaluator.worker_process import WorkerOutcome, run_worker
+from cuda_agent.solutions.static import analyse
+from cuda_agent.workspace.template_files import harness_binding_files
+
+Progress = Callable[[str, str], None]
+
+
+def evaluate(
+    problem: Problem, solution: Solution, options: EvalOptions, progress: Progress | None = None
+) -> EvalResult:
+    """Evaluate ``solution`` against ``problem``; see the module docstring."""
+    opts = options.validate()
+    notify = progress or (lambda stage, text: None)
+    seed = opts.seed if opts.seed is not None else secrets.randbits(63)
+    result = EvalResult(problem_id=problem.id, backend=opts.backend)
+    result.details.update(
+        {
+            "problem_hash": problem.content_hash,
+            "solution_hash": solution.content_hash,
+            "solution_kind": solution.kind.value,
+            "seed": seed,
+            "policy": opts.policy,
+            "size": problem.size,
+            "timings_s": {},
+        }
+    )
+    stage_times: dict[str, float] = result.details["timings_s"]
+
+    started = time.monotonic()
+    notify("static", "checking the solution")
+    report = analyse(solution.files[solution.entry_file], solution.entry_file)
+    result.details["static_findings"] = report.findings
+    stage_times["static"] = round(time.monotonic() - started, 3)
+    if report.error:
+        return _finish(result, opts, StageError("static", report.error))
+
+    started = time.monotonic()
+    notify("build", "compiling")
+    builds, build_error = _prebuild(solution, report.inline_calls, opts)
+    result.details["builds"] = [b.to_dict() for b in builds]
+    stage_times["build"] = round(time.monotonic() - started, 3)
+    if build_error:
+        return _finish(result, opts, StageError("build", build_error))
+
+    scratch = ensure_dir(scratch_dir()) / f"eval-{secrets.token_hex(6)}"
+    try:
+        started = time.monotonic()
+        outcome = _run_candidate(problem, solution, opts, seed, builds, scratch, notify)
+        stage_times["worker"] = round(time.monotonic() - started, 3)
+        error = _absorb_worker(result, outcome)
+        if error is None and "compile" in opts.baselines and result.correct:
+            started = time.monotonic()
+            notify("baseline", "torch.compile baseline")
+            _add_compile_baseline(result, problem, opts, scratch / "baseline")
+            stage_times["baseline"] = round(time.monotonic() - started, 3)
+        return _finish(result, opts, error)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _prebuild(
+    solution: Solution, inline_calls: list[dict[str, Any]], opts: EvalOptions
+) -> tuple[list[BuildResult], str | None]:
+    specs: list[ExtensionSpec] = []
+    try:
+        if solution.kind is SolutionKind.WORKDIR:
+            kernels = {k: v for k, v in solution.files.items() if k.startswith("kernels/")}
+            specs.append(workdir_spec(opts.backend, kernels, harness_binding_files()))
+        else:
+            specs.extend(inline_spec(opts.backend, **kw) for kw in inline_calls)
+    except (FlagError, TypeError) as err:
+        return [], str(err)
+    builds = []
+    for spec in specs:
+        build = build_extension(spec, timeout_s=opts.build_timeout_s)
+        builds.append(build)
+        if not build.ok:
+            return builds, build.error or "build failed"
+    return builds, None
+
+
+def _run_candidate(
+    problem: Problem,
+    solution: Solution,
+    opts: EvalOptions,
+    seed: int,
+    builds: list[BuildResult],
+    scratch: Path,
+    notify: Progress,
+) -> WorkerOutcome:
+    root = ensure_dir(scratch / "solution")
+    for rel, text in solution.files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    prebuilt = None
+    if solution.kind is SolutionKind.WORKDIR and builds and builds[0].module_path:
+        prebuilt = str(builds[0].module_path)
+    request = WorkerRequest(
+        mode="evaluate",
+        nonce="",
+        backend=opts.backend,
+        problem_id=problem.id,
+        problem_source=problem.source,
+        seed=seed,
+        solution_kind=solution.kind.value,
+        solution_root=str(root),
+        solution_entry=solution.entry_file,
+        prebuilt_module=prebuilt,
+        trials=opts.trials,
+        atol=opts.atol if opts.atol is not None else problem.tolerance.atol,
+        rtol=opts.rtol if opts.rtol is not None else problem.tolerance.rtol,
+        policy=opts.policy,
+        cpu_threads=opts.cpu_threads,
+        build_timeout_s=opts.build_timeout_s,
+        timing=opts.timing,
+    )
+    labels = {"load": "loading", "verify": "verifying", "time": "timing"}
+
+    def on_event(event: dict[str, Any]) -> None:
+        stage = str(event.get("stage", ""))
+        notify(stage, labels.get(stage, stage))
+
+    return run_worker(
+        request, timeout_s=opts.worker_timeout_s, scratch=scratch / "worker", on_event=on_event
+    )
+
+
+def _absorb_worker(result: EvalResult, outcome: WorkerOutcome) -> StageError | None:
+    record = outcome.record
+    if record is None:
+        stage = outcome.last_stage or "load"
+        tail = _last_lines(outcome.stderr_tail, 6)
+        message = f"the evaluation process {outcome.death_reason()} during {stage}"
+        if outcome.timed_out:
+            message += f" (limit {outcome.seconds:.0f} s)"
+            result.flags.append("timeout")
+        else:
+            result.flags.append("crashed")
+        if tail:
+            message += f"; last output:\n{tail}"
+        return StageError(stage, message)
+    result.compiled = bool(record.get("compiled", result.compiled))
+    result.correct = bool(record.get("correct"))
+    result.flags.extend(str(f) for f in record.get("flags", []))
+    result.warnings.extend(str(w) for w in record.get("warnings", []))
+    result.runtime_us = record.get("runtime_us")
+    result.eager_us = record.get("eager_us")
+    for key in ("device", "verify", "timing", "custom_calls_per_forward"):
+        if key in record:
+            result.details[key] = record[key]
+    if record.get("builds"):
+        result.details.setdefault("builds", []).extend(record["builds"])
+    if outcome.stdout_tail.strip():
+        result.details["candidate_stdout_tail"] = _last_lines(outcome.stdout_tail, 20)
+    error = record.get("error")
+    if isinstance(error, dict):
+        message = str(error.get("message", ""))
+        if error.get("stage") in ("load", "verify") and outcome.stderr_tail.strip():
+            result.details["candidate_stderr_tail"] = _last_lines(outcome.stderr_tail, 20)
+        return StageError(str(error.get("stage", "internal")), message)
+    return None
+
+
+def _add_compile_baseline(
+    result: EvalResult, problem: Problem, opts: EvalOptions, scratch: Path
+) -> None:
+    baseline = compile_baseline(problem, result.details.get("device", {}), opts, scratch)
+    result.details["compile_baseline"] = {
+        "cached": baseline.cached,
+        "ratio": baseline.ratio,
+        "error": baseline.error,
+    }
+    if not baseline.ok or baseline.ratio is None or result.eager_us is None:
+        result.warnings.append(f"torch.compile baseline unavailable: {baseline.error}")
+        return
+    result.compile_us = result.eager_us * baseline.ratio
+
+
+def _finish(result: EvalResult, opts: EvalOptions, error: StageError | None) -> EvalResult:
+    result.error = error
+    if error is not None:
+        result.correct = False
+    if result.correct and result.runtime_us:
+        if result.eager_us:
+            result.speedup_eager = result.eager_us / result.runtime_us
+        if result.compile_us:
+            result.speedup_compile = result.compile_us / result.runtime_us
+    result.reward = compute_reward(
+        opts.reward, result.correct, result.speedup_eager, result.speedup_compile, opts.margin
+    )
+    return result
+
+
+def _last_lines(text: str, n: int) -> str:
+    return "\n".join(text.strip().splitlines()[-n:])

@@ -1,0 +1,50 @@
+"""Worker entry point: ``python -m cuda_agent.evaluator.worker`` (reads one request on stdin).
+
+torch is imported (and CUDA initialised) before the request is read, so a spare worker can
+be started ahead of time and wait here at no cost to the next evaluation's latency.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+
+import torch  # noqa: F401 - imported before the request arrives (warm start)
+
+from cuda_agent.evaluator.worker.protocol import ResultChannel, WorkerRequest
+
+
+def main() -> int:
+    raw = sys.stdin.readline()
+    sys.stdin.close()
+    request = WorkerRequest.from_json(raw)
+    channel = ResultChannel(request.result_fd, request.nonce)
+    try:
+        if request.mode == "evaluate":
+            from cuda_agent.evaluator.worker.evaluate import run_evaluate
+
+            result = run_evaluate(request, channel)
+        elif request.mode == "check_problem":
+            from cuda_agent.evaluator.worker.problem_check import run_check_problem
+
+            result = run_check_problem(request)
+        else:
+            from cuda_agent.evaluator.worker.baseline import run_baseline_compile
+
+            result = run_baseline_compile(request)
+    except BaseException as err:
+        tail = traceback.format_exc(limit=4)[-1500:]
+        result = {
+            "error": {"stage": "internal", "message": f"{type(err).__name__}: {err}"},
+            "traceback": tail,
+        }
+    channel.send("result", **result)
+    channel.close()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # skip interpreter teardown: candidate atexit hooks and destructors never run
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""The ``baseline_compile`` mode: time ``torch.compile(Model)`` against eager ``Model``.
+
+Runs in its own process, which never sees candidate code. Both are timed with the same
+interleaved protocol as candidates, and the ratio compile/eager is what the parent caches and
+combines with the live eager time of each evaluation (see ``evaluator/baselines.py``).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+import torch
+
+from cuda_agent.evaluator.worker.compare import compare
+from cuda_agent.evaluator.worker.device import make_device
+from cuda_agent.evaluator.worker.modules import describe_exception
+from cuda_agent.evaluator.worker.protocol import WorkerRequest
+from cuda_agent.evaluator.worker.reference import ProblemFailure, build_reference
+from cuda_agent.evaluator.worker.tensors import clone_nested
+from cuda_agent.evaluator.worker.timing import time_interleaved
+
+
+def run_baseline_compile(req: WorkerRequest) -> dict[str, Any]:
+    torch.set_grad_enabled(False)
+    device = make_device(req.backend, req.cpu_threads)
+    try:
+        ref = build_reference(
+            req.problem_source, req.seed, device, verify_trials=1, timing_sets=req.timing.input_sets
+        )
+    except ProblemFailure as err:
+        return {"ok": False, "error": str(err)}
+    eager = ref.model
+    start = time.perf_counter()
+    try:
+        compiled = torch.compile(eager)
+        first = compiled(*clone_nested(ref.verify_sets[0]))
+        device.synchronize()
+    except Exception as err:
+        return {"ok": False, "error": f"torch.compile failed: {describe_exception(err)}"}
+    compile_seconds = time.perf_counter() - start
+    check = compare(eager(*clone_nested(ref.verify_sets[0])), first, req.atol, req.rtol)
+    outcome = time_interleaved(
+        lambda args: compiled(*args),
+        lambda args: eager(*args),
+        ref.timing_sets,
+        device,
+        req.timing,
+        req.atol,
+        req.rtol,
+        random.Random(req.seed),
+    )
+    if outcome.failure or outcome.candidate is None or outcome.reference is None:
+        return {"ok": False, "error": f"timing torch.compile failed: {outcome.failure}"}
+    return {
+        "ok": True,
+        "compile_us": outcome.candidate.median_us,
+        "eager_us": outcome.reference.median_us,
+        "ratio": outcome.candidate.median_us / outcome.reference.median_us,
+        "compile_seconds": round(compile_seconds, 3),
+        "matches_eager": check.ok,
+        "timing": {
+            "compile": outcome.candidate.__dict__,
+            "eager": outcome.reference.__dict__,
+            "rounds": outcome.rounds,
+        },
+        "device": device.info(),
+    }

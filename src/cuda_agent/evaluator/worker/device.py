@@ -1,0 +1,124 @@
+"""Per-backend device operations: placement, synchronisation, cache flushing and one timed call.
+
+``CpuDevice`` times with the host's monotonic clock; ``CudaDevice`` with CUDA events on the
+current stream after flushing the L2 cache (a write of twice its size, persisting lines reset).
+The verification and timing code above this module is identical for both backends.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
+
+import torch
+
+
+class Device:
+    name = "abstract"
+
+    def __init__(self) -> None:
+        self.torch_device = torch.device("cpu")
+
+    def factory_context(self) -> AbstractContextManager[Any]:
+        """Context in which ``get_inputs()`` runs, so tensors are born on the device."""
+        return nullcontext()
+
+    def synchronize(self) -> None:
+        pass
+
+    def flush_cache(self) -> None:
+        pass
+
+    def time_call(self, fn: Callable[[], Any]) -> tuple[float, Any]:
+        raise NotImplementedError
+
+    def info(self) -> dict[str, Any]:
+        return {"backend": self.name, "torch": torch.__version__}
+
+
+class CpuDevice(Device):
+    name = "cpu"
+
+    def __init__(self, threads: int = 1) -> None:
+        super().__init__()
+        torch.set_num_threads(max(1, threads))
+        self._flush_buffer: torch.Tensor | None = None
+
+    def flush_cache(self) -> None:
+        # Touch 64 MiB so the last-level cache no longer holds the previous call's data.
+        if self._flush_buffer is None:
+            self._flush_buffer = torch.empty(16 * 1024 * 1024, dtype=torch.float32)
+        self._flush_buffer.fill_(1.0)
+
+    def time_call(self, fn: Callable[[], Any]) -> tuple[float, Any]:
+        start = time.perf_counter_ns()
+        out = fn()
+        elapsed = time.perf_counter_ns() - start
+        return elapsed / 1000.0, out
+
+    def info(self) -> dict[str, Any]:
+        import platform
+
+        return {
+            **super().info(),
+            "device": platform.processor() or platform.machine(),
+            "threads": torch.get_num_threads(),
+        }
+
+
+class CudaDevice(Device):
+    name = "cuda"
+
+    def __init__(self) -> None:
+        super().__init__()
+        if not torch.cuda.is_available():
+            raise RuntimeError("the cuda backend needs a CUDA GPU, and torch sees none")
+        self.torch_device = torch.device("cuda", torch.cuda.current_device())
+        props = torch.cuda.get_device_properties(self.torch_device)
+        self._props = props
+        l2_bytes = int(getattr(props, "L2_cache_size", 0) or 50 * 1024 * 1024)
+        self._flush_buffer = torch.empty(
+            max(2 * l2_bytes // 4, 1 << 20), dtype=torch.float32, device=self.torch_device
+        )
+        self._start = torch.cuda.Event(enable_timing=True)
+        self._end = torch.cuda.Event(enable_timing=True)
+
+    def factory_context(self) -> AbstractContextManager[Any]:
+        return self.torch_device
+
+    def synchronize(self) -> None:
+        torch.cuda.synchronize(self.torch_device)
+
+    def flush_cache(self) -> None:
+        reset = getattr(torch.cuda, "reset_persisting_l2_cache", None)  # not in every version
+        if reset is not None:
+            reset()
+        self._flush_buffer.fill_(1.0)
+
+    def time_call(self, fn: Callable[[], Any]) -> tuple[float, Any]:
+        stream = torch.cuda.current_stream(self.torch_device)
+        self._start.record(stream)
+        out = fn()
+        self._end.record(stream)
+        self._end.synchronize()
+        return self._start.elapsed_time(self._end) * 1000.0, out
+
+    def info(self) -> dict[str, Any]:
+        return {
+            **super().info(),
+            "device": self._props.name,
+            "cuda": torch.version.cuda,
+            "capability": f"{self._props.major}.{self._props.minor}",
+            "sm_count": self._props.multi_processor_count,
+            "l2_bytes": int(getattr(self._props, "L2_cache_size", 0)),
+        }
+
+
+def make_device(backend: str, cpu_threads: int = 1) -> Device:
+    if backend == "cpu":
+        return CpuDevice(cpu_threads)
+    if backend == "cuda":
+        return CudaDevice()
+    raise ValueError(f"unknown backend {backend!r}")

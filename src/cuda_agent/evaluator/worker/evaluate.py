@@ -1,0 +1,312 @@
+"""The ``evaluate`` mode: verify a candidate against the pristine reference, then time both.
+
+Order of events (the order is part of the defence):
+
+1. build the reference, its weights and all inputs (``reference.py``); run the reference once
+   and keep only a fingerprint of its output (the canary);
+2. snapshot global switches, harness function identities and the thread count;
+3. import the candidate and build ``ModelNew`` with the reference's weights;
+4. verification trials: the candidate runs first on its own clone of fresh inputs (no
+   reference output for them exists yet), under the ATen-op recorder; then the reference on
+   another clone; outputs compared; inputs, weights and global state checked after each call;
+5. the reference is re-run on trial 0 and must still match the canary;
+6. interleaved timing (``timing.py``), with custom-kernel calls counted in every round.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from cuda_agent.evaluator.worker.candidate import CandidateFailure, import_candidate, instantiate
+from cuda_agent.evaluator.worker.compare import compare
+from cuda_agent.evaluator.worker.device import Device, make_device
+from cuda_agent.evaluator.worker.guards import (
+    FunctionIdentities,
+    GlobalState,
+    OpRecorder,
+    forbidden_ops,
+    prime_recorder,
+    thread_count,
+)
+from cuda_agent.evaluator.worker.modules import describe_exception
+from cuda_agent.evaluator.worker.protocol import ResultChannel, WorkerRequest
+from cuda_agent.evaluator.worker.reference import ProblemFailure, Reference, build_reference
+from cuda_agent.evaluator.worker.shim import BuildShim
+from cuda_agent.evaluator.worker.tensors import clone_nested, fingerprint_nested
+from cuda_agent.evaluator.worker.timing import time_interleaved
+
+
+class Verdict(Exception):
+    """Stops the evaluation with a failing verdict at ``stage``."""
+
+    def __init__(self, stage: str, message: str, flags: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.stage = stage
+        self.flags = flags or []
+
+
+def run_evaluate(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
+    result: dict[str, Any] = {"compiled": False, "correct": False, "flags": [], "warnings": []}
+    try:
+        _evaluate(req, channel, result)
+    except Verdict as v:
+        result["error"] = {"stage": v.stage, "message": str(v)}
+        result["flags"].extend(f for f in v.flags if f not in result["flags"])
+        result["correct"] = False
+    except ProblemFailure as err:
+        result["error"] = {"stage": "problem", "message": str(err)}
+    except CandidateFailure as err:
+        result["error"] = {"stage": err.stage, "message": str(err)}
+    return result
+
+
+def _evaluate(req: WorkerRequest, channel: ResultChannel, result: dict[str, Any]) -> None:
+    torch.set_grad_enabled(False)
+    device = make_device(req.backend, req.cpu_threads)
+    result["device"] = device.info()
+    channel.send("stage", stage="load")
+    timing_sets = req.timing.input_sets if req.timing.enabled else 0
+    ref = build_reference(req.problem_source, req.seed, device, req.trials, timing_sets)
+    canary = fingerprint_nested(_call(ref.model, clone_nested(ref.verify_sets[0])))
+    device.synchronize()
+    prime_recorder()
+    state = GlobalState()
+    identities = FunctionIdentities()
+    threads_before = thread_count()
+
+    root = Path(req.solution_root)
+    shim = BuildShim(req.backend, root, req.build_timeout_s)
+    shim.install()
+    files = tuple(str(p) for p in root.rglob("*.py"))
+    model_new = import_candidate(
+        req.solution_kind, root, req.solution_entry, req.prebuilt_module, shim
+    )
+    result["builds"] = [b.to_dict() for b in shim.builds]
+    result["compiled"] = True
+    _integrity(ref, state, identities, threads_before, where="while importing the candidate")
+    cand = instantiate(
+        model_new,
+        ref.init_args,
+        ref.init_seed,
+        ref.state,
+        device.torch_device,
+        req.solution_entry,
+        files,
+    )
+    cand_weights = fingerprint_nested(list(cand.state_dict().values()))
+
+    channel.send("stage", stage="verify")
+    trials, ops = _verify(
+        req, ref, cand, device, shim, state, identities, threads_before, cand_weights, files
+    )
+    result["verify"] = {"trials": trials, "ops": dict(sorted(ops.items()))}
+    _check_canary(ref, canary, result)
+    result["correct"] = True
+    result["custom_calls_per_forward"] = shim.usage.calls / max(1, req.trials)
+
+    if req.timing.enabled:
+        channel.send("stage", stage="time")
+        _time(req, ref, cand, device, shim, state, identities, threads_before, result)
+
+
+def _verify(
+    req: WorkerRequest,
+    ref: Reference,
+    cand: torch.nn.Module,
+    device: Device,
+    shim: BuildShim,
+    state: GlobalState,
+    identities: FunctionIdentities,
+    threads_before: int,
+    cand_weights: list[tuple[int, ...]],
+    files: tuple[str, ...],
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    trials = []
+    all_ops: dict[str, int] = {}
+    for k, inputs in enumerate(ref.verify_sets):
+        cand_in = clone_nested(inputs)
+        calls_before = shim.usage.calls
+        recorder = OpRecorder()
+        try:
+            with recorder:
+                out = _call(cand, cand_in)
+            device.synchronize()
+        except Exception as err:
+            raise Verdict(
+                "verify", f"trial {k + 1}: ModelNew.forward raised {describe_exception(err, files)}"
+            ) from None
+        snapshot = clone_nested(out)
+        del out
+        for op, n in recorder.ops.items():
+            all_ops[op] = all_ops.get(op, 0) + n
+        _integrity(ref, state, identities, threads_before, where=f"during trial {k + 1}")
+        _policy(req.policy, recorder, shim.usage.calls - calls_before, shim)
+        if fingerprint_nested(list(cand.state_dict().values())) != cand_weights:
+            raise Verdict(
+                "verify",
+                f"trial {k + 1}: ModelNew changed its own parameters or buffers during forward",
+                ["param_mutated"],
+            )
+        ref_in = clone_nested(inputs)
+        expected = _call(ref.model, ref_in)
+        device.synchronize()
+        inputs_check = compare(ref_in, cand_in, req.atol, req.rtol, path="inputs")
+        if not inputs_check.ok:
+            raise Verdict(
+                "verify",
+                f"trial {k + 1}: ModelNew modified its inputs in place ({inputs_check.message})",
+                ["input_mutated"],
+            )
+        verdict = compare(expected, snapshot, req.atol, req.rtol)
+        trials.append({"trial": k + 1, **verdict.as_dict()})
+        if not verdict.ok:
+            raise Verdict("verify", f"trial {k + 1} of {len(ref.verify_sets)}: {verdict.message}")
+    return trials, all_ops
+
+
+def _policy(policy: str, recorder: OpRecorder, custom_calls: int, shim: BuildShim) -> None:
+    if policy == "off":
+        return
+    bad = forbidden_ops(recorder.ops, policy)
+    if bad:
+        raise Verdict(
+            "verify",
+            f"policy {policy}: ModelNew.forward ran torch compute ops ({', '.join(bad)}); only "
+            "tensor creation, views and vendor GEMM/convolution are allowed, the rest must be "
+            "your own kernels",
+            [f"forbidden_op:{op}" for op in bad],
+        )
+    if custom_calls == 0:
+        raise Verdict(
+            "verify",
+            f"policy {policy}: ModelNew.forward called no custom kernel (no function of a "
+            "compiled extension ran)",
+            ["no_custom_kernel"],
+        )
+
+
+def _integrity(
+    ref: Reference,
+    state: GlobalState,
+    identities: FunctionIdentities,
+    threads_before: int,
+    where: str,
+) -> None:
+    changed = state.changed()
+    if changed:
+        state.restore()
+        raise Verdict(
+            "verify",
+            f"global torch settings changed {where}: {', '.join(changed)}",
+            [f"global_state_changed:{c}" for c in changed],
+        )
+    patched = identities.changed()
+    if patched:
+        raise Verdict(
+            "verify",
+            f"harness functions were replaced {where}: {', '.join(patched)}",
+            [f"harness_patched:{p}" for p in patched],
+        )
+    if not ref.inputs_intact():
+        raise Verdict(
+            "verify",
+            f"the harness's pristine inputs were modified {where}",
+            ["reference_inputs_mutated"],
+        )
+    if not ref.weights_intact():
+        raise Verdict(
+            "verify",
+            f"the reference model's weights were modified {where}",
+            ["reference_weights_mutated"],
+        )
+    threads = thread_count()
+    if threads_before > 0 and threads > threads_before:
+        raise Verdict(
+            "verify",
+            f"{threads - threads_before} thread(s) were started {where} and "
+            "are still alive; do all work inside the call",
+            ["threads_started"],
+        )
+
+
+def _check_canary(ref: Reference, canary: list[tuple[int, ...]], result: dict[str, Any]) -> None:
+    again = fingerprint_nested(_call(ref.model, clone_nested(ref.verify_sets[0])))
+    if again == canary:
+        return
+    third = fingerprint_nested(_call(ref.model, clone_nested(ref.verify_sets[0])))
+    if third == again:
+        raise Verdict(
+            "verify",
+            "the reference model now computes something else than before "
+            "the candidate was imported",
+            ["reference_changed"],
+        )
+    result["warnings"].append("the reference is not bitwise deterministic on this device")
+
+
+def _time(
+    req: WorkerRequest,
+    ref: Reference,
+    cand: torch.nn.Module,
+    device: Device,
+    shim: BuildShim,
+    state: GlobalState,
+    identities: FunctionIdentities,
+    threads_before: int,
+    result: dict[str, Any],
+) -> None:
+    skipped = 0
+
+    def run_candidate(args: list[Any]) -> Any:
+        nonlocal skipped
+        before = shim.usage.calls
+        out = _call(cand, args)
+        if shim.usage.calls == before:
+            skipped += 1
+        return out
+
+    def after_call() -> list[str]:
+        try:
+            _integrity(ref, state, identities, threads_before, where="during timing")
+        except Verdict as v:
+            return v.flags
+        return []
+
+    outcome = time_interleaved(
+        run_candidate,
+        lambda args: _call(ref.model, args),
+        ref.timing_sets,
+        device,
+        req.timing,
+        req.atol,
+        req.rtol,
+        random.Random(req.seed),
+        after_call,
+    )
+    if outcome.failure:
+        raise Verdict("time", outcome.failure, outcome.flags)
+    assert outcome.candidate is not None and outcome.reference is not None
+    if req.policy != "off" and result["custom_calls_per_forward"] > 0 and skipped:
+        raise Verdict(
+            "time",
+            f"custom kernels ran during verification but not in {skipped} timed call(s)",
+            ["custom_kernel_skipped_in_timing"],
+        )
+    result["runtime_us"] = outcome.candidate.median_us
+    result["eager_us"] = outcome.reference.median_us
+    result["timing"] = {
+        "candidate": outcome.candidate.__dict__,
+        "reference": outcome.reference.__dict__,
+        "rounds": outcome.rounds,
+        "checked_rounds": outcome.checked_rounds,
+        "seconds": round(outcome.seconds, 3),
+        "stop_reason": outcome.stop_reason,
+    }
+
+
+def _call(model: torch.nn.Module, inputs: list[Any]) -> Any:
+    return model(*inputs)

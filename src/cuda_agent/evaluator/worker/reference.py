@@ -1,0 +1,134 @@
+"""The pristine reference: the problem module, its model, and every input set, made up front.
+
+Everything here runs before any candidate code is imported: the problem is loaded from the
+request's text (never from the candidate's folder), the reference model is initialised from a
+seed derived from the evaluation's hidden seed, and all verification and timing inputs are
+drawn and fingerprinted. A candidate that later rebinds the problem's constants (to shrink
+inputs) or mutates these tensors is detected, not obeyed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from cuda_agent.evaluator.worker.device import Device
+from cuda_agent.evaluator.worker.modules import describe_exception, module_from_source
+from cuda_agent.evaluator.worker.tensors import (
+    clone_nested,
+    derive_seed,
+    fingerprint_nested,
+)
+
+PROBLEM_FILE = "model.py"
+
+
+class ProblemFailure(Exception):
+    """The reference problem itself is broken (its code raised or returned bad values)."""
+
+
+@dataclass
+class Reference:
+    module: Any
+    model: torch.nn.Module
+    init_args: list[Any]
+    init_seed: int
+    state: dict[str, torch.Tensor]
+    state_fingerprint: list[tuple[int, ...]]
+    verify_sets: list[list[Any]] = field(default_factory=list)
+    timing_sets: list[list[Any]] = field(default_factory=list)
+    input_fingerprints: list[list[tuple[int, ...]]] = field(default_factory=list)
+
+    def all_sets(self) -> list[list[Any]]:
+        return [*self.verify_sets, *self.timing_sets]
+
+    def inputs_intact(self) -> bool:
+        return [fingerprint_nested(s) for s in self.all_sets()] == self.input_fingerprints
+
+    def weights_intact(self) -> bool:
+        return fingerprint_nested(list(self.model.state_dict().values())) == self.state_fingerprint
+
+
+def load_problem_module(source: str) -> Any:
+    try:
+        module = module_from_source(source, PROBLEM_FILE)
+    except Exception as err:
+        raise ProblemFailure(
+            f"the problem does not import: {describe_exception(err, (PROBLEM_FILE,))}"
+        ) from None
+    for name in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(module, name):
+            raise ProblemFailure(f"the problem defines no {name}")
+    return module
+
+
+def build_reference(
+    source: str, seed: int, device: Device, verify_trials: int, timing_sets: int
+) -> Reference:
+    module = load_problem_module(source)
+    init_seed = derive_seed(seed, "init")
+    init_args = call_problem(module.get_init_inputs, "get_init_inputs", seed=init_seed)
+    if not isinstance(init_args, list | tuple):
+        raise ProblemFailure(f"get_init_inputs() returned {type(init_args).__name__}, not a list")
+    init_args = list(init_args)
+    torch.manual_seed(init_seed)
+    try:
+        model = module.Model(*clone_nested(init_args)).to(device.torch_device).eval()
+    except Exception as err:
+        raise ProblemFailure(
+            f"Model(*get_init_inputs()) failed: {describe_exception(err, (PROBLEM_FILE,))}"
+        ) from None
+    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    ref = Reference(
+        module=module,
+        model=model,
+        init_args=init_args,
+        init_seed=init_seed,
+        state=state,
+        state_fingerprint=fingerprint_nested(list(model.state_dict().values())),
+    )
+    ref.verify_sets = [
+        draw_inputs(module, derive_seed(seed, "verify", k), device) for k in range(verify_trials)
+    ]
+    ref.timing_sets = [
+        draw_inputs(module, derive_seed(seed, "time", j), device) for j in range(timing_sets)
+    ]
+    ref.input_fingerprints = [fingerprint_nested(s) for s in ref.all_sets()]
+    return ref
+
+
+def draw_inputs(module: Any, seed: int, device: Device) -> list[Any]:
+    """``get_inputs()`` under ``seed``, created on (or moved to) the evaluation device."""
+    with device.factory_context():
+        inputs = call_problem(module.get_inputs, "get_inputs", seed=seed)
+    if not isinstance(inputs, list | tuple):
+        raise ProblemFailure(
+            f"get_inputs() returned {type(inputs).__name__}, not a list of tensors"
+        )
+    inputs = list(inputs)
+    if not any(isinstance(x, torch.Tensor) for x in inputs):
+        raise ProblemFailure("get_inputs() returned no tensors")
+    for i, value in enumerate(inputs):
+        if isinstance(value, torch.Tensor):
+            if type(value) is not torch.Tensor:
+                raise ProblemFailure(
+                    f"get_inputs()[{i}] is a {type(value).__name__}, not a plain tensor"
+                )
+            inputs[i] = value.to(device.torch_device)
+        elif not isinstance(value, int | float | bool):
+            raise ProblemFailure(
+                f"get_inputs()[{i}] is a {type(value).__name__}; inputs must be tensors or numbers"
+            )
+    return inputs
+
+
+def call_problem(fn: Any, name: str, seed: int) -> Any:
+    torch.manual_seed(seed)
+    try:
+        return fn()
+    except Exception as err:
+        raise ProblemFailure(
+            f"{name}() failed: {describe_exception(err, (PROBLEM_FILE,))}"
+        ) from None

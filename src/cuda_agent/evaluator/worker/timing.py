@@ -1,0 +1,168 @@
+"""Interleaved, adaptive timing of candidate vs reference on rotating input sets.
+
+Protocol (one round = one call of each side, order alternating A B / B A):
+
+* every call gets a fresh clone of one of several input sets (rotating), so caching on
+  pointers or content across calls does not pay; clones are made outside the timed region;
+* the device's cache is flushed before every timed call;
+* warm-up by time (``warmup_ms`` and ``warmup_calls`` for each side) before any sample;
+* a random subset of rounds (``check_fraction``, plus the first and last) compares the
+  candidate's timed output with the reference's output for the same inputs, so a candidate
+  that behaves only when checked is caught;
+* stop once both sides' relative standard error is below ``target_rse`` (after
+  ``min_rounds``), or at ``max_rounds`` / ``max_seconds``.
+
+Reported per side: median (the figure used for speed-ups), mean, standard deviation, quartiles,
+minimum, sample count and relative standard error.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from cuda_agent.evaluator.worker.compare import compare
+from cuda_agent.evaluator.worker.device import Device
+from cuda_agent.evaluator.worker.protocol import TimingOptions
+from cuda_agent.evaluator.worker.tensors import clone_nested
+
+
+@dataclass
+class SampleStats:
+    median_us: float
+    mean_us: float
+    std_us: float
+    p25_us: float
+    p75_us: float
+    min_us: float
+    n: int
+    rse: float
+
+    @classmethod
+    def of(cls, samples: list[float]) -> SampleStats:
+        n = len(samples)
+        mean = statistics.fmean(samples)
+        std = statistics.stdev(samples) if n > 1 else 0.0
+        quart = statistics.quantiles(samples, n=4) if n > 1 else [samples[0]] * 3
+        return cls(
+            median_us=statistics.median(samples),
+            mean_us=mean,
+            std_us=std,
+            p25_us=quart[0],
+            p75_us=quart[2],
+            min_us=min(samples),
+            n=n,
+            rse=(std / math.sqrt(n) / mean) if mean > 0 and n > 1 else math.inf,
+        )
+
+
+@dataclass
+class TimingOutcome:
+    candidate: SampleStats | None = None
+    reference: SampleStats | None = None
+    rounds: int = 0
+    checked_rounds: int = 0
+    seconds: float = 0.0
+    stop_reason: str = ""
+    failure: str | None = None
+    flags: list[str] = field(default_factory=list)
+
+
+Side = Callable[[Any], Any]
+
+
+def time_interleaved(
+    candidate: Side,
+    reference: Side,
+    input_sets: list[Any],
+    device: Device,
+    opts: TimingOptions,
+    atol: float,
+    rtol: float,
+    rng: random.Random,
+    after_call: Callable[[], list[str]] | None = None,
+) -> TimingOutcome:
+    """Time ``candidate(inputs)`` against ``reference(inputs)``; see the module docstring."""
+    outcome = TimingOutcome()
+    start = time.monotonic()
+    _warm_up(candidate, reference, input_sets, device, opts)
+    samples_c: list[float] = []
+    samples_r: list[float] = []
+    round_no = 0
+    while True:
+        inputs = input_sets[round_no % len(input_sets)]
+        check = rng.random() < opts.check_fraction or round_no == 0
+        first_cand = round_no % 2 == 0
+        results: dict[str, Any] = {}
+        for side in ("cand", "ref") if first_cand else ("ref", "cand"):
+            fn = candidate if side == "cand" else reference
+            args = clone_nested(inputs)
+            if opts.flush_cache:
+                device.flush_cache()
+            device.synchronize()
+            elapsed, out = device.time_call(lambda fn=fn, args=args: fn(args))
+            (samples_c if side == "cand" else samples_r).append(elapsed)
+            if check:
+                results[side] = out
+            del out
+        if after_call is not None:
+            flags = after_call()
+            if flags:
+                outcome.flags.extend(flags)
+                outcome.failure = f"integrity check failed during timing: {', '.join(flags)}"
+                break
+        if check:
+            outcome.checked_rounds += 1
+            verdict = compare(results["ref"], results["cand"], atol, rtol)
+            if not verdict.ok:
+                outcome.flags.append("timed_output_mismatch")
+                outcome.failure = (
+                    f"a timed call (round {round_no + 1}) returned a wrong result: "
+                    f"{verdict.message}"
+                )
+                break
+        results.clear()
+        round_no += 1
+        elapsed_total = time.monotonic() - start
+        if round_no >= opts.min_rounds:
+            rse_ok = (
+                SampleStats.of(samples_c).rse < opts.target_rse
+                and SampleStats.of(samples_r).rse < opts.target_rse
+            )
+            if rse_ok:
+                outcome.stop_reason = "converged"
+                break
+        if round_no >= opts.max_rounds:
+            outcome.stop_reason = "max_rounds"
+            break
+        if elapsed_total > opts.max_seconds and round_no >= 3:
+            outcome.stop_reason = "time_cap"
+            break
+    outcome.rounds = round_no
+    outcome.seconds = time.monotonic() - start
+    if samples_c and samples_r:
+        outcome.candidate = SampleStats.of(samples_c)
+        outcome.reference = SampleStats.of(samples_r)
+    return outcome
+
+
+def _warm_up(
+    candidate: Side, reference: Side, input_sets: list[Any], device: Device, opts: TimingOptions
+) -> None:
+    for fn in (candidate, reference):
+        spent, calls = 0.0, 0
+        deadline = time.monotonic() + max(5.0, opts.max_seconds)
+        while (
+            spent * 1000.0 < opts.warmup_ms or calls < opts.warmup_calls
+        ) and time.monotonic() < deadline:
+            args = clone_nested(input_sets[calls % len(input_sets)])
+            t0 = time.perf_counter()
+            fn(args)
+            device.synchronize()
+            spent += time.perf_counter() - t0
+            calls += 1

@@ -1,0 +1,165 @@
+"""Start a worker process for one request and collect its nonce-tagged record.
+
+The worker gets a fresh process group, a hard deadline (the whole group is killed when it
+passes), its stdout/stderr sent to files, and a private pipe for JSON lines. Only a line with
+the request's nonce and type ``result`` counts; a worker that dies or hangs yields ``record is
+None`` with the reason (signal, timeout) and the tail of its stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import cuda_agent
+from cuda_agent.evaluator.worker.protocol import WorkerRequest
+
+TAIL_BYTES = 4000
+
+
+@dataclass
+class WorkerOutcome:
+    record: dict[str, Any] | None
+    last_stage: str = ""
+    timed_out: bool = False
+    returncode: int | None = None
+    seconds: float = 0.0
+    stdout_tail: str = ""
+    stderr_tail: str = ""
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    def death_reason(self) -> str:
+        if self.timed_out:
+            return "timed out"
+        code = self.returncode
+        if code is not None and code < 0:
+            with contextlib.suppress(ValueError):
+                return f"was killed by {signal.Signals(-code).name}"
+            return f"was killed by signal {-code}"
+        return f"exited (status {code}) without a result"
+
+
+def worker_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    src_root = str(Path(cuda_agent.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (src_root, env.get("PYTHONPATH", "")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.update(extra or {})
+    return env
+
+
+def run_worker(
+    request: WorkerRequest,
+    *,
+    timeout_s: float,
+    scratch: Path,
+    env: dict[str, str] | None = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+) -> WorkerOutcome:
+    read_fd, write_fd = os.pipe()
+    request.result_fd = write_fd
+    request.nonce = secrets.token_hex(16)
+    scratch.mkdir(parents=True, exist_ok=True)
+    out_path, err_path = scratch / "worker.stdout", scratch / "worker.stderr"
+    start = time.monotonic()
+    with open(out_path, "wb") as out_file, open(err_path, "wb") as err_file:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cuda_agent.evaluator.worker"],
+            stdin=subprocess.PIPE,
+            stdout=out_file,
+            stderr=err_file,
+            pass_fds=(write_fd,),
+            start_new_session=True,
+            cwd=scratch,
+            env=env or worker_env(),
+        )
+    os.close(write_fd)
+    outcome = WorkerOutcome(record=None)
+    try:
+        assert proc.stdin is not None
+        with contextlib.suppress(BrokenPipeError):
+            proc.stdin.write((request.to_json() + "\n").encode("utf-8"))
+            proc.stdin.close()
+        _read_records(read_fd, request.nonce, start + timeout_s, outcome, on_event)
+    finally:
+        os.close(read_fd)
+        if outcome.timed_out or outcome.record is None:
+            _kill_group(proc)
+        try:
+            outcome.returncode = proc.wait(timeout=max(1.0, start + timeout_s - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            outcome.timed_out = True
+            _kill_group(proc)
+            outcome.returncode = proc.wait()
+        _kill_group(proc)  # nothing the candidate left behind survives the evaluation
+    outcome.seconds = time.monotonic() - start
+    outcome.stdout_tail = _tail(out_path)
+    outcome.stderr_tail = _tail(err_path)
+    return outcome
+
+
+def _read_records(
+    fd: int,
+    nonce: str,
+    deadline: float,
+    outcome: WorkerOutcome,
+    on_event: Callable[[dict[str, Any]], None] | None,
+) -> None:
+    buffer = b""
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            outcome.timed_out = True
+            return
+        ready, _, _ = select.select([fd], [], [], min(remaining, 1.0))
+        if not ready:
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(message, dict) or message.get("nonce") != nonce:
+                continue
+            if message.get("type") == "result":
+                if outcome.record is None:
+                    outcome.record = message
+                return
+            if message.get("type") == "stage":
+                outcome.last_stage = str(message.get("stage", ""))
+            outcome.events.append(message)
+            if on_event is not None:
+                on_event(message)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _tail(path: Path) -> str:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - TAIL_BYTES))
+            return handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""

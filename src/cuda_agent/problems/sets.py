@@ -1,0 +1,145 @@
+"""Problem sets: the bundled set, a KernelBench checkout read in place, or a folder of files.
+
+``resolve_problem`` turns what a user types (a bundled id or a path) into a ``Problem``;
+``load_problem_set`` lists a whole set. Nothing here runs problem code.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from cuda_agent.core.errors import ProblemError
+from cuda_agent.core.types import Problem
+from cuda_agent.problems.loader import load_problem_file
+
+BUNDLED = "bundled"
+KERNELBENCH_ID = re.compile(r"^L(\d+)_(.+)$")
+
+
+@dataclass(frozen=True)
+class BundledEntry:
+    id: str
+    level: int
+    file: str
+    tags: tuple[str, ...]
+    description: str
+    small: dict[str, int | float]
+
+
+def bundled_root() -> Path:
+    return Path(str(resources.files("cuda_agent.problems") / "bundled"))
+
+
+def bundled_entries() -> list[BundledEntry]:
+    manifest = bundled_root() / "manifest.json"
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    return [
+        BundledEntry(
+            id=item["id"],
+            level=int(item["level"]),
+            file=item["file"],
+            tags=tuple(item.get("tags", ())),
+            description=item.get("description", ""),
+            small=dict(item.get("small", {})),
+        )
+        for item in data["problems"]
+    ]
+
+
+def load_bundled(entry: BundledEntry, size: str = "standard") -> Problem:
+    return load_problem_file(
+        bundled_root() / entry.file,
+        problem_id=entry.id,
+        level=entry.level,
+        tags=entry.tags,
+        set_name=BUNDLED,
+        size=size,
+        small_overrides=entry.small,
+        description=entry.description,
+    )
+
+
+def bundled_problems(size: str = "standard") -> list[Problem]:
+    return [load_bundled(entry, size) for entry in bundled_entries()]
+
+
+def kernelbench_level_dirs(root: Path) -> dict[int, Path]:
+    """The ``levelN`` folders of a KernelBench checkout (repo root or its KernelBench/ dir)."""
+    for base in (root / "KernelBench", root):
+        dirs = {
+            int(p.name[5:]): p
+            for p in sorted(base.glob("level*"))
+            if p.is_dir() and p.name[5:].isdigit()
+        }
+        if dirs:
+            return dirs
+    return {}
+
+
+def kernelbench_problems(
+    root: Path, levels: tuple[int, ...] | None = None, size: str = "standard"
+) -> list[Problem]:
+    level_dirs = kernelbench_level_dirs(root)
+    if not level_dirs:
+        raise ProblemError(f"{root}: no KernelBench level folders (level1, level2, ...) found")
+    problems: list[Problem] = []
+    for level, folder in sorted(level_dirs.items()):
+        if levels and level not in levels:
+            continue
+        for file in sorted(folder.glob("*.py"), key=_numeric_key):
+            problems.append(
+                load_problem_file(
+                    file,
+                    problem_id=f"L{level}_{file.stem}",
+                    level=level,
+                    set_name="kernelbench",
+                    size=size,
+                )
+            )
+    return problems
+
+
+def folder_problems(folder: Path, size: str = "standard") -> list[Problem]:
+    files = sorted(p for p in folder.glob("*.py") if not p.name.startswith("_"))
+    if not files:
+        raise ProblemError(f"{folder}: no problem files (*.py) in this folder")
+    return [load_problem_file(f, set_name=folder.name, size=size) for f in files]
+
+
+def load_problem_set(
+    spec: str, levels: tuple[int, ...] | None = None, size: str = "standard"
+) -> list[Problem]:
+    """``bundled``, a KernelBench checkout, a folder of problem files, or one file."""
+    if spec == BUNDLED:
+        problems = bundled_problems(size)
+        return [p for p in problems if not levels or p.level in levels]
+    path = Path(spec).expanduser()
+    if path.is_file():
+        return [load_problem_file(path, size=size)]
+    if not path.is_dir():
+        raise ProblemError(f"{spec}: neither 'bundled' nor an existing file or folder")
+    if kernelbench_level_dirs(path):
+        return kernelbench_problems(path, levels, size)
+    return folder_problems(path, size)
+
+
+def resolve_problem(spec: str, size: str = "standard") -> Problem:
+    """A bundled problem id (e.g. ``relu``) or the path of a problem file."""
+    entries = {e.id: e for e in bundled_entries()}
+    if spec in entries:
+        return load_bundled(entries[spec], size)
+    path = Path(spec).expanduser()
+    if path.suffix == ".py" or path.exists():
+        return load_problem_file(path, size=size)
+    close = sorted(i for i in entries if spec.lower() in i.lower())
+    hint = f" (did you mean: {', '.join(close)})" if close else " (see `cuda-agent problems list`)"
+    raise ProblemError(f"{spec}: not a bundled problem id nor a file{hint}")
+
+
+def _numeric_key(path: Path) -> tuple[int, str]:
+    head = path.stem.split("_", 1)[0]
+    return (int(head) if head.isdigit() else 1 << 30, path.stem)
