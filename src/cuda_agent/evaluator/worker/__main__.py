@@ -12,10 +12,12 @@ import traceback
 
 import torch  # noqa: F401 - imported before the request arrives (warm start)
 
+from cuda_agent.evaluator.worker.guards import prime_recorder
 from cuda_agent.evaluator.worker.protocol import ResultChannel, WorkerRequest
 
 
 def main() -> int:
+    prime_recorder()  # pays torch._dynamo's import (~2 s) before the request, not after
     raw = sys.stdin.readline()
     sys.stdin.close()
     request = WorkerRequest.from_json(raw)

@@ -47,9 +47,11 @@ class CpuDevice(Device):
         self._flush_buffer: torch.Tensor | None = None
 
     def flush_cache(self) -> None:
-        # Touch 64 MiB so the last-level cache no longer holds the previous call's data.
+        # Write twice the per-core L2 so the previous call's data is no longer in private
+        # caches. A shared L3 (often hundreds of MiB on servers) is not flushed: doing so per
+        # call would cost more than most problems take.
         if self._flush_buffer is None:
-            self._flush_buffer = torch.empty(16 * 1024 * 1024, dtype=torch.float32)
+            self._flush_buffer = torch.empty(_cpu_flush_bytes() // 4, dtype=torch.float32)
         self._flush_buffer.fill_(1.0)
 
     def time_call(self, fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -114,6 +116,21 @@ class CudaDevice(Device):
             "sm_count": self._props.multi_processor_count,
             "l2_bytes": int(getattr(self._props, "L2_cache_size", 0)),
         }
+
+
+def _cpu_flush_bytes() -> int:
+    largest = 0
+    for index in range(8):
+        path = f"/sys/devices/system/cpu/cpu0/cache/index{index}"
+        try:
+            with open(f"{path}/level") as level_file, open(f"{path}/size") as size_file:
+                level, size = int(level_file.read()), size_file.read().strip()
+        except (OSError, ValueError):
+            continue
+        if level <= 2:
+            scale = {"K": 1024, "M": 1024 * 1024}.get(size[-1:], 1)
+            largest = max(largest, int(size.rstrip("KM")) * scale)
+    return min(max(2 * largest, 4 << 20), 64 << 20)
 
 
 def make_device(backend: str, cpu_threads: int = 1) -> Device:

@@ -1,0 +1,45 @@
+"""The ``cuda-agent`` command line (typer + rich). Nothing in the package imports ``cli``."""
+
+from __future__ import annotations
+
+import typer
+
+from cuda_agent import __version__
+from cuda_agent.cli import problems_cmd, tool_cmd, workspace_cmd
+from cuda_agent.cli.demo_cmd import demo_command
+from cuda_agent.cli.eval_cmd import eval_command
+
+app = typer.Typer(
+    name="cuda-agent",
+    help="Agents that write fast, correct CUDA kernels: problems, evaluation, workspaces.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(problems_cmd.app, name="problems")
+app.add_typer(workspace_cmd.app, name="workspace")
+app.add_typer(tool_cmd.app, name="tool")
+app.command("eval")(eval_command)
+app.command("demo")(demo_command)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(__version__)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """CUDA Agent."""
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

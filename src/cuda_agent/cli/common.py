@@ -1,0 +1,86 @@
+"""Shared CLI plumbing: consoles, option parsing, one-line errors, backend resolution."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from cuda_agent.core.errors import CudaAgentError
+
+err_console = Console(stderr=True, highlight=False)
+out_console = Console(highlight=False)
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_BAD_INPUT = 2
+EXIT_INTERNAL = 1
+
+
+def fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
+    """Print one error line (no traceback) and return the Exit to raise."""
+    err_console.print(f"[bold red]error:[/] {message}", markup=True, soft_wrap=True)
+    return typer.Exit(code)
+
+
+def one_line_errors(fn: F) -> F:
+    """Turn our input errors into one line + exit 2, anything else into one line + exit 1."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (typer.Exit, typer.Abort, KeyboardInterrupt):
+            raise
+        except CudaAgentError as err:
+            raise fail(str(err)) from None
+        except Exception as err:
+            if os.environ.get("CUDA_AGENT_DEBUG"):
+                raise
+            raise fail(
+                f"internal error: {type(err).__name__}: {err} (set CUDA_AGENT_DEBUG=1 for a traceback)",
+                EXIT_INTERNAL,
+            ) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def resolve_backend(backend: str) -> str:
+    if backend in ("cpu", "cuda"):
+        return backend
+    if backend != "auto":
+        raise CudaAgentError(f"unknown backend {backend!r} (choose from auto, cpu, cuda)")
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def resolve_size(size: str, backend: str) -> str:
+    if size == "auto":
+        return "small" if backend == "cpu" else "standard"
+    if size not in ("small", "standard"):
+        raise CudaAgentError(f"unknown size {size!r} (choose from auto, small, standard)")
+    return size
+
+
+def parse_csv(value: str) -> tuple[str, ...]:
+    return tuple(v.strip() for v in value.split(",") if v.strip())
+
+
+def parse_levels(value: str | None) -> tuple[int, ...] | None:
+    if not value:
+        return None
+    try:
+        return tuple(int(v) for v in parse_csv(value))
+    except ValueError:
+        raise CudaAgentError(f"--levels expects numbers like 1,2,3 (got {value!r})") from None
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, default=str) + "\n")
+    sys.stdout.flush()

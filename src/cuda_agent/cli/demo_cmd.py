@@ -1,0 +1,65 @@
+"""``cuda-agent demo``: evaluate the bundled example solutions and print the paper-style table.
+
+This is the README's main job until the agent exists: it exercises the whole pipeline
+(static check, build, verification, interleaved timing, torch.compile baseline, reward).
+"""
+
+from __future__ import annotations
+
+import typer
+from rich.table import Table
+
+from cuda_agent.cli.common import (
+    err_console,
+    one_line_errors,
+    out_console,
+    parse_csv,
+    resolve_backend,
+    resolve_size,
+)
+from cuda_agent.cli.render import fmt_us, fmt_x, verdict_text
+from cuda_agent.core.types import EvalResult
+from cuda_agent.evaluator.options import EvalOptions
+from cuda_agent.evaluator.pipeline import evaluate
+from cuda_agent.examples import example_solutions
+from cuda_agent.problems.sets import resolve_problem
+from cuda_agent.solutions.loader import load_solution
+
+
+@one_line_errors
+def demo_command(
+    backend: str = typer.Option("auto", help="cpu, cuda, or auto."),
+    baselines: str = typer.Option("eager,compile", help="eager,compile | eager"),
+    size: str = typer.Option("auto", help="small, standard, or auto (small on cpu)."),
+) -> None:
+    """Evaluate every bundled example solution for the backend and show the results."""
+    chosen = resolve_backend(backend)
+    examples = example_solutions(chosen)
+    results: list[tuple[str, EvalResult]] = []
+    options = EvalOptions(backend=chosen, baselines=parse_csv(baselines)).validate()
+    for i, (problem_id, path) in enumerate(examples, 1):
+        problem = resolve_problem(problem_id, resolve_size(size, chosen))
+        solution = load_solution(path)
+        shape = "workdir" if path.is_dir() else "single file"
+        with err_console.status(f"[{i}/{len(examples)}] {problem_id} ({shape})") as status:
+            def progress(stage: str, text: str, status=status, pid=problem_id) -> None:  # type: ignore[no-untyped-def]
+                status.update(f"[{i}/{len(examples)}] {pid}: {text}")
+
+            result = evaluate(problem, solution, options, progress=progress)
+        results.append((shape, result))
+        err_console.print(f"[{i}/{len(examples)}] {problem_id}: reward {result.reward:g}")
+    table = Table(title=f"CUDA Agent demo: bundled example solutions ({chosen} backend)")
+    for column in ("problem", "solution", "verdict", "runtime", "eager", "compile",
+                   "vs eager", "vs compile", "reward"):
+        table.add_column(column)
+    for shape, r in results:
+        table.add_row(r.problem_id, shape, verdict_text(r), fmt_us(r.runtime_us),
+                      fmt_us(r.eager_us), fmt_us(r.compile_us), fmt_x(r.speedup_eager),
+                      fmt_x(r.speedup_compile), f"{r.reward:g}")
+    out_console.print(table)
+    failed = [r for _, r in results if r.error is not None]
+    for r in failed:
+        err_console.print(f"{r.problem_id}: {r.error.stage if r.error else ''}: "
+                          f"{r.error.message if r.error else ''}")
+    if failed:
+        raise typer.Exit(1)

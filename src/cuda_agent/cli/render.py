@@ -1,0 +1,56 @@
+"""Readable (rich) renderings of evaluation results, for humans; ``--json`` bypasses them."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+
+from cuda_agent.core.types import EvalResult
+
+
+def fmt_us(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value / 1000:.3f} ms" if value >= 1000 else f"{value:.1f} us"
+
+
+def fmt_x(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def verdict_text(result: EvalResult) -> str:
+    if result.error is not None:
+        return f"[red]failed at {result.error.stage}[/]"
+    return "[green]correct[/]" if result.correct else "[red]incorrect[/]"
+
+
+def render_result(console: Console, result: EvalResult) -> None:
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("problem", f"{result.problem_id} ({result.details.get('size', '?')} size)")
+    table.add_row("backend", f"{result.backend} ({result.details.get('device', {}).get('device', '?')})")
+    table.add_row("verdict", verdict_text(result))
+    table.add_row("compiled", "yes" if result.compiled else "no")
+    table.add_row("runtime", fmt_us(result.runtime_us))
+    table.add_row("eager", f"{fmt_us(result.eager_us)}  (speed-up {fmt_x(result.speedup_eager)})")
+    table.add_row("compile", f"{fmt_us(result.compile_us)}  (speed-up {fmt_x(result.speedup_compile)})")
+    table.add_row("reward", f"[bold]{result.reward:g}[/]")
+    if result.flags:
+        table.add_row("flags", ", ".join(result.flags))
+    for warning in result.warnings:
+        table.add_row("warning", warning)
+    timing = result.details.get("timing")
+    if timing:
+        table.add_row("timing", f"{timing['rounds']} interleaved rounds, {timing['checked_rounds']} "
+                      f"checked, stop: {timing['stop_reason']}")
+    builds = result.details.get("builds") or []
+    if builds:
+        cached = all(b.get("cached") for b in builds)
+        seconds = sum(b.get("seconds", 0) for b in builds)
+        table.add_row("build", "cached" if cached else f"{seconds:.1f} s")
+    console.print(Panel(table, title="evaluation", expand=False))
+    if result.error is not None:
+        console.print(Panel(result.error.message, title=f"error ({result.error.stage})",
+                            border_style="red", expand=False))
