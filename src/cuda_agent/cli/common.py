@@ -43,7 +43,8 @@ def one_line_errors(fn: F) -> F:
             if os.environ.get("CUDA_AGENT_DEBUG"):
                 raise
             raise fail(
-                f"internal error: {type(err).__name__}: {err} (set CUDA_AGENT_DEBUG=1 for a traceback)",
+                f"internal error: {type(err).__name__}: {err} "
+                "(set CUDA_AGENT_DEBUG=1 for a traceback)",
                 EXIT_INTERNAL,
             ) from None
 

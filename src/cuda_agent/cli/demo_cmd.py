@@ -6,7 +6,10 @@ This is the README's main job until the agent exists: it exercises the whole pip
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import typer
+from rich.status import Status
 from rich.table import Table
 
 from cuda_agent.cli.common import (
@@ -41,25 +44,49 @@ def demo_command(
         problem = resolve_problem(problem_id, resolve_size(size, chosen))
         solution = load_solution(path)
         shape = "workdir" if path.is_dir() else "single file"
-        with err_console.status(f"[{i}/{len(examples)}] {problem_id} ({shape})") as status:
-            def progress(stage: str, text: str, status=status, pid=problem_id) -> None:  # type: ignore[no-untyped-def]
-                status.update(f"[{i}/{len(examples)}] {pid}: {text}")
-
-            result = evaluate(problem, solution, options, progress=progress)
+        tag = f"[{i}/{len(examples)}] {problem_id}"
+        with err_console.status(f"{tag} ({shape})") as status:
+            result = evaluate(problem, solution, options, progress=_status_updater(status, tag))
         results.append((shape, result))
-        err_console.print(f"[{i}/{len(examples)}] {problem_id}: reward {result.reward:g}")
+        err_console.print(f"{tag}: reward {result.reward:g}")
     table = Table(title=f"CUDA Agent demo: bundled example solutions ({chosen} backend)")
-    for column in ("problem", "solution", "verdict", "runtime", "eager", "compile",
-                   "vs eager", "vs compile", "reward"):
+    for column in (
+        "problem",
+        "solution",
+        "verdict",
+        "runtime",
+        "eager",
+        "compile",
+        "vs eager",
+        "vs compile",
+        "reward",
+    ):
         table.add_column(column)
     for shape, r in results:
-        table.add_row(r.problem_id, shape, verdict_text(r), fmt_us(r.runtime_us),
-                      fmt_us(r.eager_us), fmt_us(r.compile_us), fmt_x(r.speedup_eager),
-                      fmt_x(r.speedup_compile), f"{r.reward:g}")
+        table.add_row(
+            r.problem_id,
+            shape,
+            verdict_text(r),
+            fmt_us(r.runtime_us),
+            fmt_us(r.eager_us),
+            fmt_us(r.compile_us),
+            fmt_x(r.speedup_eager),
+            fmt_x(r.speedup_compile),
+            f"{r.reward:g}",
+        )
     out_console.print(table)
     failed = [r for _, r in results if r.error is not None]
     for r in failed:
-        err_console.print(f"{r.problem_id}: {r.error.stage if r.error else ''}: "
-                          f"{r.error.message if r.error else ''}")
+        err_console.print(
+            f"{r.problem_id}: {r.error.stage if r.error else ''}: "
+            f"{r.error.message if r.error else ''}"
+        )
     if failed:
         raise typer.Exit(1)
+
+
+def _status_updater(status: Status, tag: str) -> Callable[[str, str], None]:
+    def update(stage: str, text: str) -> None:
+        status.update(f"{tag}: {text}")
+
+    return update

@@ -25,10 +25,16 @@ from cuda_agent.solutions.loader import load_solution
 
 
 def eval_command(
-    problem: str = typer.Argument(..., help="A bundled problem id (see `problems list`) or a problem file."),
-    solution: Path = typer.Argument(..., help="A .py file defining ModelNew, or a workdir with model_new.py."),
+    problem: str = typer.Argument(
+        ..., help="A bundled problem id (see `problems list`) or a problem file."
+    ),
+    solution: Path = typer.Argument(
+        ..., help="A .py file defining ModelNew, or a workdir with model_new.py."
+    ),
     backend: str = typer.Option("auto", help="cpu, cuda, or auto (cuda when a GPU is visible)."),
-    baselines: str = typer.Option("eager,compile", help="Baselines to time against: eager,compile | eager | ''."),
+    baselines: str = typer.Option(
+        "eager,compile", help="Baselines to time against: eager,compile | eager | ''."
+    ),
     seed: int | None = typer.Option(None, help="Evaluation seed (default: a fresh secret one)."),
     size: str = typer.Option("auto", help="Problem size: small, standard, or auto (small on cpu)."),
     policy: str = typer.Option("strict", help="strict (paper rules), kernelbench, or off."),
@@ -40,8 +46,21 @@ def eval_command(
     as_json: bool = typer.Option(False, "--json", help="Print exactly one JSON object on stdout."),
 ) -> None:
     """Evaluate SOLUTION against PROBLEM: build, verify, time, reward."""
-    result = run_eval(problem, solution, backend, baselines, seed, size, policy, reward, trials,
-                      atol, rtol, timeout, as_json)
+    result = run_eval(
+        problem,
+        solution,
+        backend,
+        baselines,
+        seed,
+        size,
+        policy,
+        reward,
+        trials,
+        atol,
+        rtol,
+        timeout,
+        as_json,
+    )
     if as_json:
         print_json(result.to_dict())
     else:
@@ -51,19 +70,39 @@ def eval_command(
 
 
 @one_line_errors
-def run_eval(problem: str, solution: Path, backend: str, baselines: str, seed: int | None,
-             size: str, policy: str, reward: str, trials: int, atol: float | None,
-             rtol: float | None, timeout: float, quiet: bool) -> EvalResult:
+def run_eval(
+    problem: str,
+    solution: Path,
+    backend: str,
+    baselines: str,
+    seed: int | None,
+    size: str,
+    policy: str,
+    reward: str,
+    trials: int,
+    atol: float | None,
+    rtol: float | None,
+    timeout: float,
+    quiet: bool,
+) -> EvalResult:
     chosen = resolve_backend(backend)
     prob = resolve_problem(problem, resolve_size(size, chosen))
     sol = load_solution(solution)
     options = EvalOptions(
-        backend=chosen, baselines=parse_csv(baselines), seed=seed, policy=policy, reward=reward,
-        trials=trials, atol=atol, rtol=rtol, worker_timeout_s=timeout,
+        backend=chosen,
+        baselines=parse_csv(baselines),
+        seed=seed,
+        policy=policy,
+        reward=reward,
+        trials=trials,
+        atol=atol,
+        rtol=rtol,
+        worker_timeout_s=timeout,
     ).validate()
     if quiet:
         return evaluate(prob, sol, options)
     with err_console.status(f"evaluating {sol.path.name} on {prob.id} ({chosen})") as status:
+
         def progress(stage: str, text: str) -> None:
             status.update(f"[bold]{stage}[/]: {text} ({prob.id}, {chosen})")
 

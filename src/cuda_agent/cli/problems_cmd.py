@@ -26,7 +26,9 @@ app = typer.Typer(help="List and check problem sets.", no_args_is_help=True)
 @app.command("list")
 @one_line_errors
 def list_command(
-    set_: str = typer.Option("bundled", "--set", help="'bundled', a KernelBench checkout, or a folder."),
+    set_: str = typer.Option(
+        "bundled", "--set", help="'bundled', a KernelBench checkout, or a folder."
+    ),
     levels: str | None = typer.Option(None, help="Only these levels, e.g. 1,2."),
     size: str = typer.Option("standard", help="small or standard (bundled problems only)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON array."),

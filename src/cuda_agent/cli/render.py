@@ -30,12 +30,16 @@ def render_result(console: Console, result: EvalResult) -> None:
     table.add_column(style="bold")
     table.add_column()
     table.add_row("problem", f"{result.problem_id} ({result.details.get('size', '?')} size)")
-    table.add_row("backend", f"{result.backend} ({result.details.get('device', {}).get('device', '?')})")
+    table.add_row(
+        "backend", f"{result.backend} ({result.details.get('device', {}).get('device', '?')})"
+    )
     table.add_row("verdict", verdict_text(result))
     table.add_row("compiled", "yes" if result.compiled else "no")
     table.add_row("runtime", fmt_us(result.runtime_us))
     table.add_row("eager", f"{fmt_us(result.eager_us)}  (speed-up {fmt_x(result.speedup_eager)})")
-    table.add_row("compile", f"{fmt_us(result.compile_us)}  (speed-up {fmt_x(result.speedup_compile)})")
+    table.add_row(
+        "compile", f"{fmt_us(result.compile_us)}  (speed-up {fmt_x(result.speedup_compile)})"
+    )
     table.add_row("reward", f"[bold]{result.reward:g}[/]")
     if result.flags:
         table.add_row("flags", ", ".join(result.flags))
@@ -43,8 +47,11 @@ def render_result(console: Console, result: EvalResult) -> None:
         table.add_row("warning", warning)
     timing = result.details.get("timing")
     if timing:
-        table.add_row("timing", f"{timing['rounds']} interleaved rounds, {timing['checked_rounds']} "
-                      f"checked, stop: {timing['stop_reason']}")
+        table.add_row(
+            "timing",
+            f"{timing['rounds']} interleaved rounds, {timing['checked_rounds']} "
+            f"checked, stop: {timing['stop_reason']}",
+        )
     builds = result.details.get("builds") or []
     if builds:
         cached = all(b.get("cached") for b in builds)
@@ -52,5 +59,11 @@ def render_result(console: Console, result: EvalResult) -> None:
         table.add_row("build", "cached" if cached else f"{seconds:.1f} s")
     console.print(Panel(table, title="evaluation", expand=False))
     if result.error is not None:
-        console.print(Panel(result.error.message, title=f"error ({result.error.stage})",
-                            border_style="red", expand=False))
+        console.print(
+            Panel(
+                result.error.message,
+                title=f"error ({result.error.stage})",
+                border_style="red",
+                expand=False,
+            )
+        )

@@ -39,9 +39,13 @@ def compile_command(directory: Path = typer.Argument(Path("."), help="The workdi
     if not result.ok:
         typer.echo(f"compile: FAILED\n{result.error}")
         raise typer.Exit(1)
-    how = "cached, nothing to do" if result.cached else (
-        f"{result.seconds:.1f} s, {result.objects_built} of "
-        f"{result.objects_built + result.objects_cached} files compiled"
+    how = (
+        "cached, nothing to do"
+        if result.cached
+        else (
+            f"{result.seconds:.1f} s, {result.objects_built} of "
+            f"{result.objects_built + result.objects_cached} files compiled"
+        )
     )
     typer.echo(f"compile: ok (cuda_extension, {how})")
 
@@ -70,9 +74,11 @@ def profile_command(directory: Path = typer.Argument(Path("."), help="The workdi
         for side in ("candidate", "reference"):
             s = timing[side]
             label = "yours" if side == "candidate" else "eager"
-            typer.echo(f"{label:>6}: median {fmt_us(s['median_us'])}, p25-p75 "
-                       f"{fmt_us(s['p25_us'])}-{fmt_us(s['p75_us'])}, min {fmt_us(s['min_us'])}, "
-                       f"{s['n']} samples")
+            typer.echo(
+                f"{label:>6}: median {fmt_us(s['median_us'])}, p25-p75 "
+                f"{fmt_us(s['p25_us'])}-{fmt_us(s['p75_us'])}, min {fmt_us(s['min_us'])}, "
+                f"{s['n']} samples"
+            )
     if not result.correct:
         raise typer.Exit(1)
 
@@ -84,8 +90,9 @@ def _evaluate_workdir(directory: Path, baselines: str) -> EvalResult:
         raise CudaAgentError(
             f"the problem {meta['problem']} changed since this workspace was created"
         )
-    options = EvalOptions(backend=meta["backend"],
-                          baselines=tuple(b for b in baselines.split(",") if b))
+    options = EvalOptions(
+        backend=meta["backend"], baselines=tuple(b for b in baselines.split(",") if b)
+    )
     return evaluate(problem, load_solution(directory), options)
 
 
@@ -102,7 +109,9 @@ def agent_summary(result: EvalResult) -> str:
     else:
         trials = result.details.get("verify", {}).get("trials", [])
         worst = max((t.get("max_abs_error", 0.0) for t in trials), default=0.0)
-        lines.append(f"correctness: PASS ({len(trials)}/{len(trials)} trials, max abs error {worst:.2g})")
+        lines.append(
+            f"correctness: PASS ({len(trials)}/{len(trials)} trials, max abs error {worst:.2g})"
+        )
     if result.runtime_us is not None:
         lines.append(
             f"runtime: {fmt_us(result.runtime_us)} | eager {fmt_us(result.eager_us)} "

@@ -27,5 +27,7 @@ def init_command(
     prob = resolve_problem(problem, resolve_size(size, chosen))
     spec = problem if not Path(problem).exists() else str(Path(problem).resolve())
     path = init_workspace(prob, directory, chosen, spec, force=force)
-    out_console.print(f"created {path} for {prob.id} ({chosen}, {prob.size} size); "
-                      f"read {path / 'SKILL.md'} to start")
+    out_console.print(
+        f"created {path} for {prob.id} ({chosen}, {prob.size} size); "
+        f"read {path / 'SKILL.md'} to start"
+    )

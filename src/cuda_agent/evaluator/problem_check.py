@@ -12,12 +12,22 @@ from cuda_agent.evaluator.worker.protocol import WorkerRequest
 from cuda_agent.evaluator.worker_process import run_worker
 
 
-def check_problem_runtime(problem: Problem, backend: str = "cpu", seed: int = 0,
-                          timeout_s: float = 300.0, cpu_threads: int = 1) -> dict[str, Any]:
+def check_problem_runtime(
+    problem: Problem,
+    backend: str = "cpu",
+    seed: int = 0,
+    timeout_s: float = 300.0,
+    cpu_threads: int = 1,
+) -> dict[str, Any]:
     """``{"ok": True, "inputs": ..., "outputs": ..., ...}`` or ``{"ok": False, "error": ...}``."""
     request = WorkerRequest(
-        mode="check_problem", nonce="", backend=backend, problem_id=problem.id,
-        problem_source=problem.source, seed=seed, cpu_threads=cpu_threads,
+        mode="check_problem",
+        nonce="",
+        backend=backend,
+        problem_id=problem.id,
+        problem_source=problem.source,
+        seed=seed,
+        cpu_threads=cpu_threads,
     )
     scratch = ensure_dir(scratch_dir()) / f"check-{secrets.token_hex(6)}"
     try:
@@ -27,7 +37,10 @@ def check_problem_runtime(problem: Problem, backend: str = "cpu", seed: int = 0,
     record = outcome.record
     if record is None:
         tail = outcome.stderr_tail.strip().splitlines()[-1:] or [""]
-        return {"ok": False, "error": f"the problem process {outcome.death_reason()} {tail[0]}".strip()}
+        return {
+            "ok": False,
+            "error": f"the problem process {outcome.death_reason()} {tail[0]}".strip(),
+        }
     if "ok" not in record:  # an internal error record
         error = record.get("error", {})
         return {"ok": False, "error": str(error.get("message", error))}

@@ -61,7 +61,9 @@ def size_constants(tree: ast.Module) -> dict[str, int | float]:
     for node in tree.body:
         target = _constant_target(node)
         if target is not None:
-            found[target[0]] = target[1].value
+            value = target[1].value
+            assert isinstance(value, int | float)
+            found[target[0]] = value
     return found
 
 

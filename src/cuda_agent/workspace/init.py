@@ -50,8 +50,9 @@ BACKEND_TEXT = {
 }
 
 
-def init_workspace(problem: Problem, directory: Path, backend: str, problem_spec: str,
-                   force: bool = False) -> Path:
+def init_workspace(
+    problem: Problem, directory: Path, backend: str, problem_spec: str, force: bool = False
+) -> Path:
     """Materialise a workdir for ``problem`` in ``directory``; returns the directory."""
     directory = directory.expanduser()
     if directory.exists() and any(directory.iterdir()) and not force:
@@ -67,8 +68,9 @@ def init_workspace(problem: Problem, directory: Path, backend: str, problem_spec
         (directory / name).write_text(rendered, encoding="utf-8")
     (directory / "model.py").write_text(problem.source, encoding="utf-8")
     header = (template / "model_new.py").read_text(encoding="utf-8")
-    (directory / "model_new.py").write_text(header + "\n" + starting_model_new(problem.source),
-                                            encoding="utf-8")
+    (directory / "model_new.py").write_text(
+        header + "\n" + starting_model_new(problem.source), encoding="utf-8"
+    )
     meta = {
         "problem": problem_spec,
         "problem_id": problem.id,

@@ -38,7 +38,11 @@ def import_candidate(
     os.chdir(root)
     sys.path.insert(0, str(root))
     if kind == "workdir" and prebuilt:
-        sys.modules[WORKDIR_EXTENSION] = shim.load_prebuilt(WORKDIR_EXTENSION, Path(prebuilt))
+        try:
+            extension = shim.load_prebuilt(WORKDIR_EXTENSION, Path(prebuilt))
+        except ImportError as err:  # e.g. an undefined symbol: a link problem in kernels/
+            raise CandidateFailure("build", f"{WORKDIR_EXTENSION} does not import: {err}") from None
+        sys.modules[WORKDIR_EXTENSION] = extension
     files = tuple(str(p) for p in root.rglob("*.py"))
     try:
         source = entry_path.read_text(encoding="utf-8")

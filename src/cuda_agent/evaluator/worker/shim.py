@@ -111,8 +111,8 @@ class BuildShim:
     def install(self) -> None:
         import torch.utils.cpp_extension as cpp_extension
 
-        cpp_extension.load_inline = self.load_inline  # type: ignore[assignment]
-        cpp_extension.load = self.load  # type: ignore[assignment]
+        cpp_extension.load_inline = self.load_inline
+        cpp_extension.load = self.load
 
 
 def _import_extension(name: str, path: Path) -> types.ModuleType:

@@ -18,6 +18,7 @@ minimum, sample count and relative standard error.
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import statistics
@@ -105,7 +106,7 @@ def time_interleaved(
             if opts.flush_cache:
                 device.flush_cache()
             device.synchronize()
-            elapsed, out = device.time_call(lambda fn=fn, args=args: fn(args))
+            elapsed, out = device.time_call(functools.partial(fn, args))
             (samples_c if side == "cand" else samples_r).append(elapsed)
             if check:
                 results[side] = out

@@ -1,0 +1,126 @@
+"""The CLI contract, exercised through the real console entry point in a subprocess."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cuda_agent.examples import examples_root
+
+EVAL_KEYS = {
+    "compiled",
+    "correct",
+    "reward",
+    "runtime_us",
+    "eager_us",
+    "compile_us",
+    "speedup_eager",
+    "speedup_compile",
+    "flags",
+    "error",
+}
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cuda_agent", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=cwd,
+    )
+
+
+def test_problems_list_json() -> None:
+    out = cli("problems", "list", "--json")
+    assert out.returncode == 0, out.stderr
+    problems = json.loads(out.stdout)
+    assert len(problems) >= 12
+    assert {"id", "level", "path"} <= set(problems[0])
+    assert all(Path(p["path"]).is_file() for p in problems)
+
+
+def test_problems_list_of_a_missing_path_is_one_line() -> None:
+    out = cli("problems", "list", "--set", "/nonexistent/kb")
+    assert out.returncode == 2
+    assert out.stderr.strip().count("\n") == 0 and "Traceback" not in out.stderr
+
+
+@pytest.mark.slow
+def test_problems_check_good_and_bad(tmp_path: Path) -> None:
+    good = cli("problems", "check", "relu")
+    assert good.returncode == 0, good.stderr
+    assert good.stdout.startswith("ok: relu (level 1)")
+    cases = {
+        "syntax.py": ("class Model(\n", "syntax error at line 1"),
+        "nomodel.py": (
+            "def get_inputs(): return []\ndef get_init_inputs(): return []\n",
+            "no top-level `class Model`",
+        ),
+        "notensors.py": (
+            "import torch.nn as nn\nclass Model(nn.Module):\n    def forward(self, x): return x\n"
+            "def get_inputs(): return 3\ndef get_init_inputs(): return []\n",
+            "get_inputs() returned int, not a list of tensors",
+        ),
+    }
+    for name, (text, message) in cases.items():
+        path = tmp_path / name
+        path.write_text(text)
+        out = cli("problems", "check", str(path))
+        assert out.returncode == 2, name
+        assert message in out.stderr, (name, out.stderr)
+        assert "Traceback" not in out.stderr
+    assert cli("problems", "check", str(tmp_path / "missing.py")).returncode == 2
+
+
+@pytest.mark.slow
+def test_eval_json_contract() -> None:
+    solution = examples_root() / "relu" / "cpu.py"
+    out = cli(
+        "eval",
+        "relu",
+        str(solution),
+        "--backend",
+        "cpu",
+        "--baselines",
+        "eager",
+        "--seed",
+        "7",
+        "--json",
+    )
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)  # exactly one JSON object on stdout
+    assert set(data) >= EVAL_KEYS
+    assert data["correct"] is True and data["error"] is None
+    assert data["details"]["seed"] == 7
+    assert isinstance(data["runtime_us"], float) and data["compile_us"] is None
+
+
+def test_eval_with_unusable_arguments_exits_2(tmp_path: Path) -> None:
+    missing = cli("eval", "relu", str(tmp_path / "none.py"), "--backend", "cpu", "--json")
+    assert missing.returncode == 2 and missing.stdout == ""
+    assert "no such file" in missing.stderr
+    bad_backend = cli("eval", "relu", str(tmp_path), "--backend", "tpu")
+    assert bad_backend.returncode == 2 and "unknown backend" in bad_backend.stderr
+
+
+@pytest.mark.slow
+def test_workspace_init_then_tools(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    out = cli("workspace", "init", "bias_gelu_scale", str(ws), "--backend", "cpu")
+    assert out.returncode == 0, out.stderr
+    # the starting model_new.py is the reference: correct but forbidden under `strict`
+    verify = cli("tool", "verify", "--baselines", "eager", cwd=ws)
+    assert verify.returncode == 1
+    assert "forbidden" in verify.stdout or "torch compute ops" in verify.stdout
+    example = examples_root() / "bias_gelu_scale" / "cpu"
+    (ws / "model_new.py").write_text((example / "model_new.py").read_text())
+    for kernel in (example / "kernels").iterdir():
+        (ws / "kernels" / kernel.name).write_text(kernel.read_text())
+    compiled = cli("tool", "compile", cwd=ws)
+    assert compiled.returncode == 0 and compiled.stdout.startswith("compile: ok"), compiled.stdout
+    verify = cli("tool", "verify", "--baselines", "eager", cwd=ws)
+    assert verify.returncode == 0, verify.stdout
+    assert "correctness: PASS (5/5 trials" in verify.stdout and "reward:" in verify.stdout

@@ -1,0 +1,66 @@
+import math
+
+import torch
+
+from cuda_agent.evaluator.worker.compare import compare
+
+
+class Lazy(torch.Tensor):
+    pass
+
+
+def ok(ref, cand, atol=1e-2, rtol=1e-2):
+    return compare(ref, cand, atol, rtol)
+
+
+def test_equal_and_within_tolerance() -> None:
+    ref = torch.linspace(-2, 2, 100)
+    assert ok(ref, ref.clone()).ok
+    result = ok(ref, ref + 0.005)
+    assert result.ok and math.isclose(result.max_abs_error, 0.005, rel_tol=1e-3)
+
+
+def test_value_mismatch_names_the_worst_element() -> None:
+    ref = torch.zeros(4, 4)
+    cand = ref.clone()
+    cand[2, 3] = 0.5
+    result = ok(ref, cand)
+    assert not result.ok
+    assert "1 of 16 elements" in result.message
+    assert "[2, 3]" in result.message and "got 0.5" in result.message
+
+
+def test_structure_type_shape_dtype_device() -> None:
+    ref = torch.ones(3)
+    assert "plain torch.Tensor" in ok(ref, ref.as_subclass(Lazy)).message
+    assert "shape [1, 3]" in ok(ref, ref.view(1, 3)).message
+    assert "dtype torch.float64" in ok(ref, ref.double()).message
+    assert "sequence of 2 items" in ok((ref, ref), (ref,)).message
+    assert ok((ref, [ref, 2.0]), (ref.clone(), [ref.clone(), 2.001])).ok
+
+
+def test_broadcast_views_are_refused() -> None:
+    ref = torch.ones(4, 3)
+    cand = torch.ones(1, 3).expand(4, 3)
+    assert "broadcast view" in ok(ref, cand).message
+
+
+def test_nan_and_inf_rules() -> None:
+    ref = torch.tensor([1.0, float("nan"), float("inf")])
+    assert ok(ref, ref.clone()).ok
+    assert (
+        "NaN where the reference is finite"
+        in ok(torch.ones(3), torch.full((3,), float("nan"))).message
+    )
+    assert (
+        "a number where the reference is NaN"
+        in ok(ref, torch.tensor([1.0, 0.0, float("inf")])).message
+    )
+    assert "infinities differ" in ok(ref, torch.tensor([1.0, float("nan"), -float("inf")])).message
+    assert "infinities differ" in ok(torch.ones(2), torch.tensor([1.0, float("inf")])).message
+
+
+def test_integer_outputs_need_an_exact_match() -> None:
+    ref = torch.arange(5)
+    assert ok(ref, ref.clone()).ok
+    assert "exact match" in ok(ref, ref + 1).message

@@ -1,0 +1,93 @@
+"""Shared test helpers: fast evaluation options and a factory of candidate solution files.
+
+All candidate files made here share one C++ extension source, so the whole suite pays for one
+extension build; each candidate differs only in which function its ``ModelNew`` calls.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from cuda_agent.evaluator.options import EvalOptions
+from cuda_agent.evaluator.worker.protocol import TimingOptions
+
+FAST_TIMING = dict(
+    warmup_ms=2.0,
+    warmup_calls=2,
+    min_rounds=3,
+    max_rounds=20,
+    max_seconds=0.5,
+    input_sets=2,
+    check_fraction=0.5,
+)
+
+TEST_OPS_CPP = r"""
+#include <torch/extension.h>
+#include <cstring>
+
+static torch::Tensor make_out(const torch::Tensor& x) {
+  TORCH_CHECK(x.scalar_type() == torch::kFloat && x.is_contiguous(), "float32 contiguous only");
+  return torch::empty_like(x);
+}
+
+torch::Tensor relu_ok(torch::Tensor x) {
+  auto y = make_out(x);
+  const float* a = x.data_ptr<float>(); float* b = y.data_ptr<float>();
+  for (int64_t i = 0; i < x.numel(); ++i) b[i] = a[i] > 0.f ? a[i] : 0.f;
+  return y;
+}
+
+torch::Tensor relu_wrong(torch::Tensor x) {
+  auto y = make_out(x);
+  const float* a = x.data_ptr<float>(); float* b = y.data_ptr<float>();
+  for (int64_t i = 0; i < x.numel(); ++i) b[i] = a[i] > 0.5f ? a[i] : 0.f;
+  return y;
+}
+
+torch::Tensor crash(torch::Tensor x) {
+  volatile float* nowhere = nullptr;
+  nowhere[x.numel()] = 1.0f;
+  return x;
+}
+
+torch::Tensor spin(torch::Tensor x) {
+  volatile int64_t i = 0;
+  while (true) { i = i + 1; }
+  return x;
+}
+
+torch::Tensor relu_and_zero_input(torch::Tensor x) {
+  auto y = relu_ok(x);
+  std::memset(x.data_ptr<float>(), 0, sizeof(float) * x.numel());
+  return y;
+}
+"""
+TEST_OPS_FUNCTIONS = ["relu_ok", "relu_wrong", "crash", "spin", "relu_and_zero_input"]
+
+
+def fast_options(**overrides: object) -> EvalOptions:
+    timing = TimingOptions(**FAST_TIMING)  # type: ignore[arg-type]
+    values: dict[str, object] = dict(
+        backend="cpu", baselines=("eager",), timing=timing, worker_timeout_s=120.0
+    )
+    values.update(overrides)
+    return EvalOptions(**values).validate()  # type: ignore[arg-type]
+
+
+def relu_solution(tmp_path: Path, forward_body: str, name: str = "solution.py") -> Path:
+    """A single-file solution for the bundled ``relu`` problem using the shared test extension."""
+    body = textwrap.indent(textwrap.dedent(forward_body).strip(), " " * 8)
+    text = (
+        "import torch\nimport torch.nn as nn\nfrom torch.utils.cpp_extension import load_inline\n\n"
+        f"SOURCE = r'''{TEST_OPS_CPP}'''\n\n"
+        "ops = load_inline(name='ca_test_ops', cpp_sources=SOURCE,\n"
+        f"                  functions={TEST_OPS_FUNCTIONS!r})\n\n\n"
+        "class ModelNew(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n\n"
+        "    def forward(self, x):\n"
+        f"{body}\n"
+    )
+    path = tmp_path / name
+    path.write_text(text)
+    return path

@@ -1,0 +1,51 @@
+from cuda_agent.solutions.static import analyse
+
+HEADER = "import torch\nfrom torch.utils.cpp_extension import load_inline\n"
+
+
+def test_syntax_error_has_file_and_line() -> None:
+    report = analyse("class ModelNew:\n    def f(self)\n        pass\n", "model_new.py")
+    assert report.error == "model_new.py:2: syntax error: expected ':'"
+
+
+def test_model_new_is_required() -> None:
+    assert "defines no top-level `class ModelNew`" in (analyse("x = 1\n", "s.py").error or "")
+
+
+def test_inline_call_with_constant_arguments_is_extracted() -> None:
+    source = HEADER + (
+        "import textwrap\n"
+        "CPP = 'torch::Tensor f(torch::Tensor x);'\n"
+        "CUDA = textwrap.dedent('''\n    __global__ void k() {}\n''') + '// tail'\n"
+        "NAME = f'ext_{1}'\n"
+        "mod = load_inline(NAME, CPP, cuda_sources=[CUDA], functions=['f'],\n"
+        "                  extra_cuda_cflags=['-O3', '--use_fast_math'])\n"
+        "class ModelNew: pass\n"
+    )
+    report = analyse(source, "s.py")
+    assert report.error is None
+    assert report.unresolved_inline_calls == 0
+    (call,) = report.inline_calls
+    assert call["name"] == "ext_1"
+    assert call["cuda_sources"] == ["\n__global__ void k() {}\n// tail"]
+    assert call["functions"] == ["f"]
+
+
+def test_dynamic_inline_call_is_left_to_the_worker() -> None:
+    source = HEADER + (
+        "import os\nmod = load_inline('e', os.environ['SRC'])\nclass ModelNew: pass\n"
+    )
+    report = analyse(source, "s.py")
+    assert report.inline_calls == []
+    assert report.unresolved_inline_calls == 1
+
+
+def test_findings_are_informational() -> None:
+    source = (
+        "import threading, ctypes\nimport torch\ns = torch.cuda.Stream()\nclass ModelNew: pass\n"
+    )
+    report = analyse(source, "s.py")
+    assert report.error is None
+    assert any("threads" in f for f in report.findings)
+    assert any("ctypes" in f for f in report.findings)
+    assert any("streams" in f for f in report.findings)
