@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import typer
+from rich import box
 from rich.status import Status
 from rich.table import Table
 
@@ -49,31 +50,25 @@ def demo_command(
             result = evaluate(problem, solution, options, progress=_status_updater(status, tag))
         results.append((shape, result))
         err_console.print(f"{tag}: reward {result.reward:g}")
-    table = Table(title=f"CUDA Agent demo: bundled example solutions ({chosen} backend)")
-    for column in (
-        "problem",
-        "solution",
-        "verdict",
-        "runtime",
-        "eager",
-        "compile",
-        "vs eager",
-        "vs compile",
-        "reward",
-    ):
-        table.add_column(column)
+    table = Table(
+        title=f"bundled example solutions, {chosen} backend",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    for column in ("problem", "solution", "verdict", "runtime", "x eager", "x compile", "reward"):
+        table.add_column(column, no_wrap=True)
     for shape, r in results:
-        table.add_row(
+        row = (
             r.problem_id,
-            shape,
+            "workdir" if shape == "workdir" else "file",
             verdict_text(r),
             fmt_us(r.runtime_us),
-            fmt_us(r.eager_us),
-            fmt_us(r.compile_us),
             fmt_x(r.speedup_eager),
             fmt_x(r.speedup_compile),
             f"{r.reward:g}",
         )
+        table.add_row(*row)
     out_console.print(table)
     failed = [r for _, r in results if r.error is not None]
     for r in failed:
