@@ -12,7 +12,8 @@ from cuda_agent.workspace.template_files import harness_binding_files
 PLAIN = """
 #include <Python.h>
 static PyObject* answer(PyObject*, PyObject*) { return PyLong_FromLong(%d); }
-static PyMethodDef methods[] = {{"answer", answer, METH_NOARGS, "42"}, {nullptr, nullptr, 0, nullptr}};
+static PyMethodDef methods[] = {
+    {"answer", answer, METH_NOARGS, "42"}, {nullptr, nullptr, 0, nullptr}};
 static PyModuleDef def = {PyModuleDef_HEAD_INIT, "%s", nullptr, -1, methods};
 PyMODINIT_FUNC PyInit_%s() { return PyModule_Create(&def); }
 """
@@ -47,8 +48,9 @@ def test_cold_build_then_cache_hit() -> None:
 
 @pytest.mark.slow
 def test_compile_error_points_at_the_candidates_line() -> None:
-    spec = inline_spec("cpu", "broken_ext", "int f() {\n  return missing_value;\n}\n",
-                       no_implicit_headers=True)
+    spec = inline_spec(
+        "cpu", "broken_ext", "int f() {\n  return missing_value;\n}\n", no_implicit_headers=True
+    )
     result = build_extension(spec)
     assert not result.ok
     assert result.error is not None
@@ -69,19 +71,28 @@ def test_workdir_edit_recompiles_only_the_changed_file() -> None:
     tag = secrets.token_hex(4)
     kernel = 'extern "C" float scale_%s(float x) { return x * %s; }\n'
     binding = (
-        '#include <torch/types.h>\n#include <torch/csrc/utils/pybind.h>\n#include "binding_registry.h"\n'
+        "#include <torch/types.h>\n#include <torch/csrc/utils/pybind.h>\n"
+        '#include "binding_registry.h"\n'
         f'extern "C" float scale_{tag}(float x);\n'
         f'static void bind(pybind11::module_& m) {{ m.def("scale", &scale_{tag}); }}\n'
         "REGISTER_BINDING(scale, bind);\n"
     )
     harness = harness_binding_files()
-    first = build_extension(workdir_spec(
-        "cpu", {"kernels/scale.cpp": kernel % (tag, "2.0f"), "kernels/scale_binding.cpp": binding},
-        harness))
+    first = build_extension(
+        workdir_spec(
+            "cpu",
+            {"kernels/scale.cpp": kernel % (tag, "2.0f"), "kernels/scale_binding.cpp": binding},
+            harness,
+        )
+    )
     assert first.ok, first.error
-    edited = build_extension(workdir_spec(
-        "cpu", {"kernels/scale.cpp": kernel % (tag, "3.0f"), "kernels/scale_binding.cpp": binding},
-        harness))
+    edited = build_extension(
+        workdir_spec(
+            "cpu",
+            {"kernels/scale.cpp": kernel % (tag, "3.0f"), "kernels/scale_binding.cpp": binding},
+            harness,
+        )
+    )
     assert edited.ok, edited.error
     assert (edited.objects_built, edited.objects_cached) == (1, 2)
     import torch  # noqa: F401 - the module links against torch's libraries

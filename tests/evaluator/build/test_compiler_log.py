@@ -13,7 +13,10 @@ kernels/x.cpp:9:2: error: expected ';' before '}' token
 
 def test_keeps_errors_with_context_and_drops_include_chains() -> None:
     text = summarise(GCC_LOG)
-    assert text.splitlines()[0] == "cpp_sources:6:50: error: 'undefined_thing' was not declared in this scope"
+    assert (
+        text.splitlines()[0]
+        == "cpp_sources:6:50: error: 'undefined_thing' was not declared in this scope"
+    )
     assert "undefined_thing + a[i]" in text
     assert "kernels/x.cpp:9:2: error: expected ';'" in text
     assert "In file included" not in text
@@ -23,7 +26,10 @@ def test_keeps_errors_with_context_and_drops_include_chains() -> None:
 def test_nvcc_style_and_linker_errors() -> None:
     nvcc = 'kernels/k.cu(12): error: identifier "blockIdxx" is undefined\n\n1 error detected\n'
     assert summarise(nvcc) == 'kernels/k.cu(12): error: identifier "blockIdxx" is undefined'
-    link = "/usr/bin/ld: a.o: in function `f':\nundefined reference to `launch'\ncollect2: error: ld returned 1 exit status\n"
+    link = (
+        "/usr/bin/ld: a.o: in function `f':\nundefined reference to `launch'\n"
+        "collect2: error: ld returned 1 exit status\n"
+    )
     assert "undefined reference to `launch'" in summarise(link)
 
 

@@ -7,7 +7,10 @@ from cuda_agent.evaluator.build.spec import FlagError, vet_cuda_flags, vet_cxx_f
 def test_allowed_flags_pass_and_empty_ones_vanish() -> None:
     assert vet_cxx_flags(["-O3", "", "-DFOO=1 -ffast-math"]) == ("-O3", "-DFOO=1", "-ffast-math")
     assert vet_cuda_flags(["-O3", "--use_fast_math", "-Xptxas", "-v"]) == (
-        "-O3", "--use_fast_math", "-Xptxas=-v")
+        "-O3",
+        "--use_fast_math",
+        "-Xptxas=-v",
+    )
     assert vet_ld_flags(["-lcublas", "-L/usr/local/cuda/lib64"]) == ("-lcublas",)
 
 

@@ -33,10 +33,12 @@ from pathlib import Path
 
 from cuda_agent.core.paths import builds_dir, ensure_dir
 from cuda_agent.evaluator.build.compiler_log import summarise
+from cuda_agent.evaluator.build.pch import ensure_pch, pch_header, wants_pch
 from cuda_agent.evaluator.build.spec import ExtensionSpec, SourceFile
 from cuda_agent.evaluator.build.toolchain import Toolchain, ToolchainError, discover
 
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "2"
+NAME_HEADER = ".ca_extension_name.h"
 MAX_LOG_CHARS = 65536
 
 
@@ -72,6 +74,8 @@ class _Unit:
     command: list[str]
     key: str
     cached_object: Path
+    pch: Path | None = None
+    pch_base: list[str] | None = None
 
 
 def build_extension(
@@ -99,7 +103,10 @@ def build_extension(
         result.error = str(err)
         return result
     result.key = _digest(
-        BUILDER_VERSION, toolchain.identity, spec.name, *sorted(u.key for u in units),
+        BUILDER_VERSION,
+        toolchain.identity,
+        spec.name,
+        *sorted(u.key for u in units),
         *spec.ldflags,
     )
     final = root / "ext" / result.key / f"{spec.name}.so"
@@ -109,7 +116,7 @@ def build_extension(
         result.objects_cached = len(units)
         result.seconds = time.monotonic() - start
         return result
-    with _locked(root / "locks" / f"{result.key}.lock", deadline):
+    with locked(root / "locks" / f"{result.key}.lock", deadline):
         if final.exists():
             result.ok, result.cached, result.module_path = True, True, final
         else:
@@ -119,16 +126,30 @@ def build_extension(
 
 
 def _plan_unit(spec: ExtensionSpec, toolchain: Toolchain, src: SourceFile, root: Path) -> _Unit:
+    pch: Path | None = None
+    base: list[str] | None = None
     if src.is_cuda:
         command = toolchain.nvcc_command(spec.cuda_cflags, spec.name)
     else:
-        command = toolchain.cxx_command(spec.cflags, spec.name)
+        base = toolchain.cxx_command(spec.cflags)
+        command = [*base, "-include", NAME_HEADER]
+        if wants_pch(src.text):
+            pch = pch_header(root, _digest(BUILDER_VERSION, toolchain.identity, *base))
+            command = [*base, "-include", str(pch), "-include", NAME_HEADER]
     header_hash = _digest(*(f"{h.name}\0{h.text}" for h in spec.headers))
     native = any(flag.startswith(("-march=native", "-mtune=native")) for flag in command)
     host = toolchain.host_cpu if native else ""
-    key = _digest(BUILDER_VERSION, toolchain.identity, host, src.name, src.text, header_hash,
-                  *command)
-    return _Unit(src, command, key, root / "obj" / f"{key}.o")
+    key = _digest(
+        BUILDER_VERSION,
+        toolchain.identity,
+        host,
+        spec.name,
+        src.name,
+        src.text,
+        header_hash,
+        *command,
+    )
+    return _Unit(src, command, key, root / "obj" / f"{key}.o", pch, base)
 
 
 def _build_into(
@@ -144,6 +165,7 @@ def _build_into(
     ensure_dir(root / "obj")
     workdir = Path(tempfile.mkdtemp(prefix=f"{spec.name}-", dir=ensure_dir(root / "tmp")))
     try:
+        (workdir / NAME_HEADER).write_text(f"#define TORCH_EXTENSION_NAME {spec.name}\n")
         for f in spec.files:
             path = workdir / f.name
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -168,7 +190,9 @@ def _build_into(
             return
         output = workdir / f"{spec.name}.so"
         objects = [str(u.cached_object) for u in units]
-        ok, log = _run(toolchain.link_command(objects, str(output), spec.ldflags), workdir, deadline)
+        ok, log = _run(
+            toolchain.link_command(objects, str(output), spec.ldflags), workdir, deadline
+        )
         if log.strip():
             result.log = (result.log + f"\n$ link {spec.name}.so\n{log}")[-MAX_LOG_CHARS:]
         if not ok:
@@ -189,7 +213,14 @@ def _build_into(
 def _compile(unit: _Unit, workdir: Path, deadline: float) -> tuple[bool, str]:
     tmp_obj = workdir / ".objs" / f"{unit.key}.o"
     tmp_obj.parent.mkdir(parents=True, exist_ok=True)
-    ok, log = _run([*unit.command, "-c", unit.source.name, "-o", str(tmp_obj)], workdir, deadline)
+    command = unit.command
+    if (
+        unit.pch is not None
+        and unit.pch_base is not None
+        and not ensure_pch(unit.pch, unit.pch_base, deadline)
+    ):
+        command = [*unit.pch_base, "-include", NAME_HEADER]  # same result, without the PCH
+    ok, log = _run([*command, "-c", unit.source.name, "-o", str(tmp_obj)], workdir, deadline)
     if ok:
         os.replace(tmp_obj, unit.cached_object)
     return ok, log
@@ -200,8 +231,12 @@ def _run(command: list[str], cwd: Path, deadline: float) -> tuple[bool, str]:
     if remaining <= 0:
         return False, "build timed out before this step started"
     proc = subprocess.Popen(
-        command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL, start_new_session=True,
+        command,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
         out, _ = proc.communicate(timeout=remaining)
@@ -222,7 +257,8 @@ def _failure_message(failed: list[str], log: str) -> str:
 
 
 @contextlib.contextmanager
-def _locked(path: Path, deadline: float) -> Iterator[None]:
+def locked(path: Path, deadline: float) -> Iterator[None]:
+    """An exclusive file lock, waited for until ``deadline`` (then proceed without it)."""
     ensure_dir(path.parent)
     with open(path, "a+") as handle:
         while True:

@@ -10,9 +10,17 @@ from __future__ import annotations
 
 import re
 
-DIAGNOSTIC = re.compile(r"^(?P<loc>[^\s:][^:]*?(?:\(\d+\)|:\d+(?::\d+)?)):?\s+(?P<kind>(?:fatal )?error|catastrophic error)\b", re.I)
-ANY_DIAGNOSTIC = re.compile(r"^[^\s:][^:]*?(?:\(\d+\)|:\d+(?::\d+)?):?\s+(?:fatal )?(error|warning|note)\b", re.I)
-LINKER_ERROR = re.compile(r"(undefined reference to|undefined symbol|cannot find -l|ld returned)", re.I)
+DIAGNOSTIC = re.compile(
+    r"^(?P<loc>[^\s:][^:]*?(?:\(\d+\)|:\d+(?::\d+)?)):?\s+"
+    r"(?P<kind>(?:fatal )?error|catastrophic error)\b",
+    re.I,
+)
+ANY_DIAGNOSTIC = re.compile(
+    r"^[^\s:][^:]*?(?:\(\d+\)|:\d+(?::\d+)?):?\s+(?:fatal )?(error|warning|note)\b", re.I
+)
+LINKER_ERROR = re.compile(
+    r"(undefined reference to|undefined symbol|cannot find -l|ld returned)", re.I
+)
 NOISE = re.compile(r"^(In file included from|\s+from |compilation terminated|\d+ errors? detected)")
 
 MAX_ERRORS = 8
@@ -49,7 +57,11 @@ def summarise(log: str) -> str:
             text += f"\n... ({total_errors - len(blocks)} more errors)"
     else:
         linker = [ln for ln in lines if LINKER_ERROR.search(ln)]
-        kept = linker[:12] if linker else [ln for ln in lines if ln.strip() and not NOISE.match(ln)][:20]
+        kept = (
+            linker[:12]
+            if linker
+            else [ln for ln in lines if ln.strip() and not NOISE.match(ln)][:20]
+        )
         text = "\n".join(kept)
     return _cap(text)
 

@@ -40,17 +40,41 @@ WORKDIR_MODULE = "cuda_extension"
 WORKDIR_CFLAGS: tuple[str, ...] = ()
 WORKDIR_CUDA_CFLAGS = ("--use_fast_math",)
 INLINE_KWARGS = (
-    "name", "cpp_sources", "cuda_sources", "functions", "extra_cflags", "extra_cuda_cflags",
-    "extra_ldflags", "extra_include_paths", "build_directory", "verbose", "with_cuda",
-    "is_python_module", "with_pytorch_error_handling", "keep_intermediates", "use_pch",
-    "no_implicit_headers", "is_standalone", "sycl_sources", "extra_sycl_cflags", "with_sycl",
+    "name",
+    "cpp_sources",
+    "cuda_sources",
+    "functions",
+    "extra_cflags",
+    "extra_cuda_cflags",
+    "extra_ldflags",
+    "extra_include_paths",
+    "build_directory",
+    "verbose",
+    "with_cuda",
+    "is_python_module",
+    "with_pytorch_error_handling",
+    "keep_intermediates",
+    "use_pch",
+    "no_implicit_headers",
+    "is_standalone",
+    "sycl_sources",
+    "extra_sycl_cflags",
+    "with_sycl",
 )
 
 
-def inline_spec(backend: str, name: str, cpp_sources: Any, cuda_sources: Any = None,
-                functions: Any = None, extra_cflags: Any = None, extra_cuda_cflags: Any = None,
-                extra_ldflags: Any = None, no_implicit_headers: bool = False,
-                **_ignored: Any) -> ExtensionSpec:
+def inline_spec(
+    backend: str,
+    name: str,
+    cpp_sources: Any,
+    cuda_sources: Any = None,
+    functions: Any = None,
+    extra_cflags: Any = None,
+    extra_cuda_cflags: Any = None,
+    extra_ldflags: Any = None,
+    no_implicit_headers: bool = False,
+    **_ignored: Any,
+) -> ExtensionSpec:
     """The spec for ``load_inline(name, cpp_sources, cuda_sources, functions, ...)``."""
     cpp = _as_list(cpp_sources, "cpp_sources")
     cuda = _as_list(cuda_sources, "cuda_sources")
@@ -75,9 +99,16 @@ def inline_spec(backend: str, name: str, cpp_sources: Any, cuda_sources: Any = N
     )
 
 
-def file_spec(backend: str, name: str, sources: Any, base_dir: Path,
-              extra_cflags: Any = None, extra_cuda_cflags: Any = None,
-              extra_ldflags: Any = None, **_ignored: Any) -> ExtensionSpec:
+def file_spec(
+    backend: str,
+    name: str,
+    sources: Any,
+    base_dir: Path,
+    extra_cflags: Any = None,
+    extra_cuda_cflags: Any = None,
+    extra_ldflags: Any = None,
+    **_ignored: Any,
+) -> ExtensionSpec:
     """The spec for ``load(name, sources=[...])`` with files inside ``base_dir``."""
     paths = [Path(p) for p in _as_list(sources, "sources")]
     base = base_dir.resolve()
@@ -95,7 +126,9 @@ def file_spec(backend: str, name: str, sources: Any, base_dir: Path,
         rel = path.relative_to(base).as_posix()
         files[rel] = SourceFile(rel, path.read_text(encoding="utf-8"))
     return ExtensionSpec(
-        name=str(name), backend=backend, files=tuple(files.values()),
+        name=str(name),
+        backend=backend,
+        files=tuple(files.values()),
         cflags=vet_cxx_flags(_as_list(extra_cflags, "extra_cflags")),
         cuda_cflags=vet_cuda_flags(_as_list(extra_cuda_cflags, "extra_cuda_cflags")),
         ldflags=vet_ld_flags(_as_list(extra_ldflags, "extra_ldflags")),
@@ -103,8 +136,9 @@ def file_spec(backend: str, name: str, sources: Any, base_dir: Path,
     )
 
 
-def workdir_spec(backend: str, kernel_files: Mapping[str, str],
-                 harness_files: Mapping[str, str]) -> ExtensionSpec:
+def workdir_spec(
+    backend: str, kernel_files: Mapping[str, str], harness_files: Mapping[str, str]
+) -> ExtensionSpec:
     """The ``cuda_extension`` module of a workdir: the harness's binding files plus ``kernels/``.
 
     ``kernel_files`` maps paths relative to the workdir (``kernels/relu.cu``) to their text;
@@ -116,8 +150,11 @@ def workdir_spec(backend: str, kernel_files: Mapping[str, str],
         if rel.endswith(SOURCE_SUFFIXES + HEADER_SUFFIXES):
             files.append(SourceFile(rel, text))
     return ExtensionSpec(
-        name=WORKDIR_MODULE, backend=backend, files=tuple(files),
-        cflags=WORKDIR_CFLAGS, cuda_cflags=WORKDIR_CUDA_CFLAGS if backend == "cuda" else (),
+        name=WORKDIR_MODULE,
+        backend=backend,
+        files=tuple(files),
+        cflags=WORKDIR_CFLAGS,
+        cuda_cflags=WORKDIR_CUDA_CFLAGS if backend == "cuda" else (),
         origin="workdir",
     )
 

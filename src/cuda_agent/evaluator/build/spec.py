@@ -122,7 +122,9 @@ def vet_ld_flags(flags: list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
     return tuple(kept)
 
 
-def _vet(flags: list[str] | tuple[str, ...] | None, allowed: re.Pattern[str], what: str) -> list[str]:
+def _vet(
+    flags: list[str] | tuple[str, ...] | None, allowed: re.Pattern[str], what: str
+) -> list[str]:
     kept = []
     for flag in (f.strip() for f in flags or () if f and f.strip()):
         for part in flag.split():

@@ -55,26 +55,41 @@ class Toolchain:
     @property
     def identity(self) -> str:
         parts = [
-            self.backend, self.cxx_version, self.torch_version, sys.version.split()[0],
-            *self.defines, self.nvcc_version or "", *self.cuda_archs,
+            self.backend,
+            self.cxx_version,
+            self.torch_version,
+            sys.version.split()[0],
+            *self.defines,
+            self.nvcc_version or "",
+            *self.cuda_archs,
         ]
         return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
-    def cxx_command(self, extra: tuple[str, ...], module: str) -> list[str]:
+    def cxx_command(self, extra: tuple[str, ...]) -> list[str]:
+        """g++ flags for a translation unit. The module name is not a ``-D`` flag: it comes
+        from a generated header (``-include``), so one precompiled header serves every module."""
         includes = [arg for inc in self.system_includes for arg in ("-isystem", inc)]
-        return [
-            self.cxx, "-O3", CXX_STD, "-fPIC", f"-DTORCH_EXTENSION_NAME={module}",
-            *self.defines, *includes, "-I.", *extra,
-        ]
+        base = [self.cxx, "-O3", CXX_STD, "-fPIC", *self.defines, *includes, "-I."]
+        return [*base, *(flag for flag in extra if flag not in base)]
 
     def nvcc_command(self, extra: tuple[str, ...], module: str) -> list[str]:
         if not self.nvcc:
             raise ToolchainError("nvcc not found: set CUDA_HOME or put nvcc on PATH")
         includes = [arg for inc in self.system_includes for arg in ("-isystem", inc)]
         return [
-            self.nvcc, "-O3", CXX_STD, "--compiler-options", "-fPIC",
-            f"-DTORCH_EXTENSION_NAME={module}", *self.defines, *TORCH_CUDA_DEFINES,
-            "--expt-relaxed-constexpr", *gencode_flags(self.cuda_archs), *includes, "-I.", *extra,
+            self.nvcc,
+            "-O3",
+            CXX_STD,
+            "--compiler-options",
+            "-fPIC",
+            f"-DTORCH_EXTENSION_NAME={module}",
+            *self.defines,
+            *TORCH_CUDA_DEFINES,
+            "--expt-relaxed-constexpr",
+            *gencode_flags(self.cuda_archs),
+            *includes,
+            "-I.",
+            *extra,
         ]
 
     def link_command(self, objects: list[str], output: str, extra: tuple[str, ...]) -> list[str]:
@@ -169,7 +184,7 @@ def cuda_archs() -> tuple[str, ...]:
         if torch.cuda.is_available():
             major, minor = torch.cuda.get_device_capability()
             return (f"{major}.{minor}",)
-    except Exception:  # noqa: BLE001 - no usable GPU: fall back to the default target
+    except Exception:  # no usable GPU: fall back to the default target
         pass
     return (DEFAULT_CUDA_ARCH,)
 
