@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -16,7 +17,7 @@ from cuda_agent.cli.common import (
     resolve_backend,
     resolve_size,
 )
-from cuda_agent.cli.render import render_result
+from cuda_agent.cli.render import render_profile, render_result
 from cuda_agent.core.types import EvalResult
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import evaluate
@@ -25,85 +26,63 @@ from cuda_agent.solutions.loader import load_solution
 
 
 def eval_command(
-    problem: str = typer.Argument(
-        ..., help="A bundled problem id (see `problems list`) or a problem file."
-    ),
-    solution: Path = typer.Argument(
-        ..., help="A .py file defining ModelNew, or a workdir with model_new.py."
-    ),
+    problem: str = typer.Argument(..., help="A bundled problem id or a problem file."),
+    solution: Path = typer.Argument(..., help="A .py file with ModelNew, or a workdir."),
     backend: str = typer.Option("auto", help="cpu, cuda, or auto (cuda when a GPU is visible)."),
-    baselines: str = typer.Option(
-        "eager,compile", help="Baselines to time against: eager,compile | eager | ''."
-    ),
+    baselines: str = typer.Option("eager,compile", help="eager,compile | eager | ''."),
     seed: int | None = typer.Option(None, help="Evaluation seed (default: a fresh secret one)."),
-    size: str = typer.Option("auto", help="Problem size: small, standard, or auto (small on cpu)."),
+    size: str = typer.Option("auto", help="small, standard, or auto (small on cpu)."),
     policy: str = typer.Option("strict", help="strict (paper rules), kernelbench, or off."),
+    precision: str = typer.Option("ieee", help="ieee (true fp32), tf32, or torch-default."),
     reward: str = typer.Option("milestone", help="milestone (-1/1/2/3) or continuous."),
     trials: int = typer.Option(5, help="Correctness trials, each on fresh inputs."),
     atol: float | None = typer.Option(None, help="Absolute tolerance (default 1e-2)."),
     rtol: float | None = typer.Option(None, help="Relative tolerance (default 1e-2)."),
-    timeout: float = typer.Option(600.0, help="Hard limit in seconds for the candidate's process."),
-    as_json: bool = typer.Option(False, "--json", help="Print exactly one JSON object on stdout."),
+    profile: bool = typer.Option(False, "--profile", help="Per-kernel tables and ncu metrics."),
+    refresh_baselines: bool = typer.Option(
+        False, "--refresh-baselines", help="Measure torch.compile again, ignoring the cache."
+    ),
+    timeout: float = typer.Option(600.0, help="Hard limit in seconds for the candidate."),
+    as_json: bool = typer.Option(False, "--json", help="Print exactly one JSON object."),
 ) -> None:
     """Evaluate SOLUTION against PROBLEM: build, verify, time, reward."""
-    result = run_eval(
-        problem,
-        solution,
-        backend,
-        baselines,
-        seed,
-        size,
-        policy,
-        reward,
-        trials,
-        atol,
-        rtol,
-        timeout,
-        as_json,
+    options = dict(
+        baselines=parse_csv(baselines),
+        seed=seed,
+        policy=policy,
+        precision=precision,
+        reward=reward,
+        trials=trials,
+        atol=atol,
+        rtol=rtol,
+        profile=profile,
+        use_baseline_cache=not refresh_baselines,
+        worker_timeout_s=timeout,
     )
+    result = run_eval(problem, solution, backend, size, options, quiet=as_json)
     if as_json:
         print_json(result.to_dict())
     else:
         render_result(out_console, result)
+        if profile:
+            render_profile(out_console, result)
     if result.error is not None and result.error.stage == "problem":
         raise fail(f"the problem itself failed: {result.error.message}")
 
 
 @one_line_errors
 def run_eval(
-    problem: str,
-    solution: Path,
-    backend: str,
-    baselines: str,
-    seed: int | None,
-    size: str,
-    policy: str,
-    reward: str,
-    trials: int,
-    atol: float | None,
-    rtol: float | None,
-    timeout: float,
-    quiet: bool,
+    problem: str, solution: Path, backend: str, size: str, options: dict[str, Any], quiet: bool
 ) -> EvalResult:
     chosen = resolve_backend(backend)
     prob = resolve_problem(problem, resolve_size(size, chosen))
     sol = load_solution(solution)
-    options = EvalOptions(
-        backend=chosen,
-        baselines=parse_csv(baselines),
-        seed=seed,
-        policy=policy,
-        reward=reward,
-        trials=trials,
-        atol=atol,
-        rtol=rtol,
-        worker_timeout_s=timeout,
-    ).validate()
+    opts = EvalOptions(backend=chosen, **options).validate()
     if quiet:
-        return evaluate(prob, sol, options)
+        return evaluate(prob, sol, opts)
     with err_console.status(f"evaluating {sol.path.name} on {prob.id} ({chosen})") as status:
 
         def progress(stage: str, text: str) -> None:
             status.update(f"[bold]{stage}[/]: {text} ({prob.id}, {chosen})")
 
-        return evaluate(prob, sol, options, progress=progress)
+        return evaluate(prob, sol, opts, progress=progress)

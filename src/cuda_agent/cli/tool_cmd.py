@@ -12,7 +12,7 @@ from pathlib import Path
 import typer
 
 from cuda_agent.cli.common import one_line_errors
-from cuda_agent.cli.render import fmt_us, fmt_x
+from cuda_agent.cli.render import fmt_us, fmt_x, profile_lines
 from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.core.types import EvalResult
 from cuda_agent.evaluator.build.builder import build_extension
@@ -66,8 +66,8 @@ def verify_command(
 @app.command("profile")
 @one_line_errors
 def profile_command(directory: Path = typer.Argument(Path("."), help="The workdir.")) -> None:
-    """Timing detail for the candidate and the baselines (median, spread, samples)."""
-    result = _evaluate_workdir(directory, "eager,compile")
+    """Timing detail, per-kernel tables (cuda) and ncu metrics for your kernels."""
+    result = _evaluate_workdir(directory, "eager,compile", profile=True)
     typer.echo(agent_summary(result))
     timing = result.details.get("timing")
     if timing:
@@ -79,11 +79,13 @@ def profile_command(directory: Path = typer.Argument(Path("."), help="The workdi
                 f"{fmt_us(s['p25_us'])}-{fmt_us(s['p75_us'])}, min {fmt_us(s['min_us'])}, "
                 f"{s['n']} samples"
             )
+    for line in profile_lines(result):
+        typer.echo(line)
     if not result.correct:
         raise typer.Exit(1)
 
 
-def _evaluate_workdir(directory: Path, baselines: str) -> EvalResult:
+def _evaluate_workdir(directory: Path, baselines: str, profile: bool = False) -> EvalResult:
     meta = read_metadata(directory)
     problem = resolve_problem(meta["problem"], meta.get("size", "standard"))
     if problem.content_hash != meta.get("problem_hash"):
@@ -91,7 +93,9 @@ def _evaluate_workdir(directory: Path, baselines: str) -> EvalResult:
             f"the problem {meta['problem']} changed since this workspace was created"
         )
     options = EvalOptions(
-        backend=meta["backend"], baselines=tuple(b for b in baselines.split(",") if b)
+        backend=meta["backend"],
+        baselines=tuple(b for b in baselines.split(",") if b),
+        profile=profile,
     )
     return evaluate(problem, load_solution(directory), options)
 

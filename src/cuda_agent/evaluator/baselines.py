@@ -46,7 +46,7 @@ def cache_key(problem: Problem, device: dict[str, Any], opts: EvalOptions) -> st
         str(device.get("cuda")),
         opts.backend,
         str(opts.cpu_threads),
-        "precision:default",
+        f"precision:{opts.precision}",
     ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
 
@@ -56,8 +56,11 @@ def compile_baseline(
 ) -> CompileBaseline:
     key = cache_key(problem, device, opts)
     path = baselines_dir() / f"{key}.json"
-    if opts.use_baseline_cache and path.exists():
-        data = json.loads(path.read_text())
+    cached = json.loads(path.read_text()) if path.exists() else None
+    if cached is not None and opts.profile and cached.get("profile") is None:
+        cached = None  # the cached entry has no kernel table: measure again
+    if opts.use_baseline_cache and cached is not None:
+        data = cached
         return CompileBaseline(
             ok=True,
             ratio=data["ratio"],
@@ -76,6 +79,8 @@ def compile_baseline(
         atol=problem.tolerance.atol,
         rtol=problem.tolerance.rtol,
         cpu_threads=opts.cpu_threads,
+        precision=opts.precision,
+        profile=opts.profile,
         timing=opts.timing,
     )
     env = worker_env({"TORCHINDUCTOR_CACHE_DIR": str(ensure_dir(baselines_dir() / "inductor"))})
@@ -99,7 +104,10 @@ def compile_baseline(
             "matches_eager",
             "timing",
             "device",
+            "precision",
+            "profile",
         )
+        if k in record
     }
     _write_atomic(ensure_dir(baselines_dir()) / f"{key}.json", data)
     return CompileBaseline(

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from cuda_agent.core.errors import ConfigError
 from cuda_agent.core.types import BACKENDS, BASELINES
 from cuda_agent.evaluator.worker.guards import POLICIES
+from cuda_agent.evaluator.worker.precision import PRECISIONS
 from cuda_agent.evaluator.worker.protocol import TimingOptions
 
 REWARDS = ("milestone", "continuous")
@@ -28,6 +29,9 @@ class EvalOptions:
     worker_timeout_s: float = 600.0
     baseline_timeout_s: float = 900.0
     use_baseline_cache: bool = True
+    precision: str = "ieee"
+    profile: bool = False
+    keep_spare_worker: bool = False
     timing: TimingOptions = field(default_factory=TimingOptions)
 
     def validate(self) -> EvalOptions:
@@ -47,6 +51,10 @@ class EvalOptions:
             )
         if self.policy not in POLICIES:
             raise ConfigError(f"unknown policy {self.policy!r} (choose from {', '.join(POLICIES)})")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(
+                f"unknown precision policy {self.precision!r} (choose from {', '.join(PRECISIONS)})"
+            )
         if self.reward not in REWARDS:
             raise ConfigError(f"unknown reward {self.reward!r} (choose from {', '.join(REWARDS)})")
         if not 1 <= self.trials <= 100:

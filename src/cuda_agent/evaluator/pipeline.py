@@ -21,10 +21,11 @@ from cuda_agent.evaluator.baselines import compile_baseline
 from cuda_agent.evaluator.build.builder import BuildResult, build_extension
 from cuda_agent.evaluator.build.inline import inline_spec, workdir_spec
 from cuda_agent.evaluator.build.spec import ExtensionSpec, FlagError
+from cuda_agent.evaluator.ncu import ncu_metrics
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.reward import compute_reward
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
-from cuda_agent.evaluator.worker_process import WorkerOutcome, run_worker
+from cuda_agent.evaluator.worker_process import SpareWorkers, WorkerOutcome, run_worker
 from cuda_agent.solutions.static import analyse
 from cuda_agent.workspace.template_files import harness_binding_files
 
@@ -139,17 +140,44 @@ def _run_candidate(
         policy=opts.policy,
         cpu_threads=opts.cpu_threads,
         build_timeout_s=opts.build_timeout_s,
+        precision=opts.precision,
+        profile=opts.profile,
         timing=opts.timing,
     )
-    labels = {"load": "loading", "verify": "verifying", "time": "timing"}
+    labels = {"load": "loading", "verify": "verifying", "time": "timing", "profile": "profiling"}
 
     def on_event(event: dict[str, Any]) -> None:
         stage = str(event.get("stage", ""))
         notify(stage, labels.get(stage, stage))
 
-    return run_worker(
-        request, timeout_s=opts.worker_timeout_s, scratch=scratch / "worker", on_event=on_event
+    outcome = run_worker(
+        request,
+        timeout_s=opts.worker_timeout_s,
+        scratch=scratch / "worker",
+        on_event=on_event,
+        spares=_spares() if opts.keep_spare_worker else None,
     )
+    if (
+        opts.profile
+        and opts.backend == "cuda"
+        and outcome.record is not None
+        and outcome.record.get("correct")
+    ):
+        notify("profile", "Nsight Compute metrics")
+        record = outcome.record
+        record.setdefault("profile", {})["ncu"] = ncu_metrics(request, scratch / "ncu")
+    return outcome
+
+
+_SPARES: SpareWorkers | None = None
+
+
+def _spares() -> SpareWorkers:
+    """One process-wide set of spare workers (started lazily, killed at exit)."""
+    global _SPARES
+    if _SPARES is None:
+        _SPARES = SpareWorkers(ensure_dir(scratch_dir()) / "spares")
+    return _SPARES
 
 
 def _absorb_worker(result: EvalResult, outcome: WorkerOutcome) -> StageError | None:
@@ -172,7 +200,16 @@ def _absorb_worker(result: EvalResult, outcome: WorkerOutcome) -> StageError | N
     result.warnings.extend(str(w) for w in record.get("warnings", []))
     result.runtime_us = record.get("runtime_us")
     result.eager_us = record.get("eager_us")
-    for key in ("device", "verify", "timing", "custom_calls_per_forward"):
+    for key in (
+        "device",
+        "verify",
+        "timing",
+        "custom_calls_per_forward",
+        "kernels",
+        "profile",
+        "worker_phases_s",
+        "precision",
+    ):
         if key in record:
             result.details[key] = record[key]
     if record.get("builds"):
@@ -197,6 +234,8 @@ def _add_compile_baseline(
         "ratio": baseline.ratio,
         "error": baseline.error,
     }
+    if opts.profile and baseline.details and baseline.details.get("profile"):
+        result.details.setdefault("profile", {})["compile"] = baseline.details["profile"]
     if not baseline.ok or baseline.ratio is None or result.eager_us is None:
         result.warnings.append(f"torch.compile baseline unavailable: {baseline.error}")
         return

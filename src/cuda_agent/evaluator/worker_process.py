@@ -8,11 +8,13 @@ None`` with the reason (signal, timeout) and the tail of its stderr.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
 import secrets
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -60,6 +62,76 @@ def worker_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+@dataclass
+class WorkerHandle:
+    """A started worker process, waiting for its request on stdin."""
+
+    proc: subprocess.Popen[bytes]
+    read_fd: int
+    child_fd: int
+    folder: Path
+    key: str
+
+
+def spawn_worker(
+    backend: str, env: dict[str, str], folder: Path, prefix: list[str] | None = None
+) -> WorkerHandle:
+    """Start a worker that imports torch (and, for cuda, creates its context) right away."""
+    folder.mkdir(parents=True, exist_ok=True)
+    read_fd, write_fd = os.pipe()
+    with (
+        open(folder / "worker.stdout", "wb") as out_file,
+        open(folder / "worker.stderr", "wb") as err_file,
+    ):
+        proc = subprocess.Popen(
+            [
+                *(prefix or []),
+                sys.executable,
+                "-m",
+                "cuda_agent.evaluator.worker",
+                f"--backend={backend}",
+            ],
+            stdin=subprocess.PIPE,
+            stdout=out_file,
+            stderr=err_file,
+            pass_fds=(write_fd,),
+            start_new_session=True,
+            cwd=folder,
+            env=env,
+        )
+    os.close(write_fd)
+    return WorkerHandle(proc, read_fd, write_fd, folder, _env_key(backend, env))
+
+
+class SpareWorkers:
+    """Keeps one started worker per (backend, environment) so the next evaluation need not
+    wait for Python, torch and CUDA to start. Isolation is unchanged: every evaluation still
+    gets a fresh process; only its start-up moves off the critical path."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._spares: dict[str, WorkerHandle] = {}
+        atexit.register(self.close)
+
+    def take(self, backend: str, env: dict[str, str]) -> WorkerHandle:
+        key = _env_key(backend, env)
+        handle = self._spares.pop(key, None)
+        if handle is None or handle.proc.poll() is not None:
+            if handle is not None:
+                _discard(handle)
+            handle = spawn_worker(backend, env, self._folder())
+        self._spares[key] = spawn_worker(backend, env, self._folder())
+        return handle
+
+    def close(self) -> None:
+        for handle in self._spares.values():
+            _discard(handle)
+        self._spares.clear()
+
+    def _folder(self) -> Path:
+        return self.root / f"worker-{secrets.token_hex(6)}"
+
+
 def run_worker(
     request: WorkerRequest,
     *,
@@ -67,34 +139,28 @@ def run_worker(
     scratch: Path,
     env: dict[str, str] | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
+    spares: SpareWorkers | None = None,
+    prefix: list[str] | None = None,
 ) -> WorkerOutcome:
-    read_fd, write_fd = os.pipe()
-    request.result_fd = write_fd
+    """Send ``request`` to a fresh worker (a spare one if given) and collect its record."""
+    env = env or worker_env()
+    if spares is not None and not prefix:
+        handle = spares.take(request.backend, env)
+    else:
+        handle = spawn_worker(request.backend, env, scratch, prefix)
+    request.result_fd = handle.child_fd
     request.nonce = secrets.token_hex(16)
-    scratch.mkdir(parents=True, exist_ok=True)
-    out_path, err_path = scratch / "worker.stdout", scratch / "worker.stderr"
     start = time.monotonic()
-    with open(out_path, "wb") as out_file, open(err_path, "wb") as err_file:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "cuda_agent.evaluator.worker"],
-            stdin=subprocess.PIPE,
-            stdout=out_file,
-            stderr=err_file,
-            pass_fds=(write_fd,),
-            start_new_session=True,
-            cwd=scratch,
-            env=env or worker_env(),
-        )
-    os.close(write_fd)
+    proc = handle.proc
     outcome = WorkerOutcome(record=None)
     try:
         assert proc.stdin is not None
         with contextlib.suppress(BrokenPipeError):
             proc.stdin.write((request.to_json() + "\n").encode("utf-8"))
             proc.stdin.close()
-        _read_records(read_fd, request.nonce, start + timeout_s, outcome, on_event)
+        _read_records(handle.read_fd, request.nonce, start + timeout_s, outcome, on_event)
     finally:
-        os.close(read_fd)
+        os.close(handle.read_fd)
         if outcome.timed_out or outcome.record is None:
             _kill_group(proc)
         try:
@@ -105,9 +171,24 @@ def run_worker(
             outcome.returncode = proc.wait()
         _kill_group(proc)  # nothing the candidate left behind survives the evaluation
     outcome.seconds = time.monotonic() - start
-    outcome.stdout_tail = _tail(out_path)
-    outcome.stderr_tail = _tail(err_path)
+    outcome.stdout_tail = _tail(handle.folder / "worker.stdout")
+    outcome.stderr_tail = _tail(handle.folder / "worker.stderr")
+    if spares is not None:
+        shutil.rmtree(handle.folder, ignore_errors=True)
     return outcome
+
+
+def _discard(handle: WorkerHandle) -> None:
+    _kill_group(handle.proc)
+    with contextlib.suppress(Exception):
+        handle.proc.wait(timeout=5)
+    with contextlib.suppress(OSError):
+        os.close(handle.read_fd)
+    shutil.rmtree(handle.folder, ignore_errors=True)
+
+
+def _env_key(backend: str, env: dict[str, str]) -> str:
+    return backend + "\0" + "\0".join(f"{k}={v}" for k, v in sorted(env.items()))
 
 
 def _read_records(

@@ -10,16 +10,26 @@ import os
 import sys
 import traceback
 
-import torch  # noqa: F401 - imported before the request arrives (warm start)
+import torch  # imported before the request arrives (warm start)
 
 from cuda_agent.evaluator.worker.guards import prime_recorder
 from cuda_agent.evaluator.worker.protocol import ResultChannel, WorkerRequest
 
 
+def warm_start(argv: list[str]) -> None:
+    """Pay the fixed costs before the request arrives: dynamo's import, CUDA's context."""
+    prime_recorder()
+    if "--backend=cuda" in argv and torch.cuda.is_available():
+        torch.empty(1, device="cuda")
+        torch.cuda.synchronize()
+
+
 def main() -> int:
-    prime_recorder()  # pays torch._dynamo's import (~2 s) before the request, not after
+    warm_start(sys.argv[1:])
     raw = sys.stdin.readline()
     sys.stdin.close()
+    if not raw.strip():
+        return 0  # a spare worker that was never used
     request = WorkerRequest.from_json(raw)
     channel = ResultChannel(request.result_fd, request.nonce)
     try:
@@ -31,10 +41,14 @@ def main() -> int:
             from cuda_agent.evaluator.worker.problem_check import run_check_problem
 
             result = run_check_problem(request)
-        else:
+        elif request.mode == "baseline_compile":
             from cuda_agent.evaluator.worker.baseline import run_baseline_compile
 
             result = run_baseline_compile(request)
+        else:
+            from cuda_agent.evaluator.worker.profile_run import run_profile_run
+
+            result = run_profile_run(request)
     except BaseException as err:
         tail = traceback.format_exc(limit=4)[-1500:]
         result = {

@@ -15,7 +15,9 @@ import torch
 
 from cuda_agent.evaluator.worker.compare import compare
 from cuda_agent.evaluator.worker.device import make_device
+from cuda_agent.evaluator.worker.kernels import profile_call, summarise_kernels
 from cuda_agent.evaluator.worker.modules import describe_exception
+from cuda_agent.evaluator.worker.precision import apply_precision
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
 from cuda_agent.evaluator.worker.reference import ProblemFailure, build_reference
 from cuda_agent.evaluator.worker.tensors import clone_nested
@@ -24,6 +26,7 @@ from cuda_agent.evaluator.worker.timing import time_interleaved
 
 def run_baseline_compile(req: WorkerRequest) -> dict[str, Any]:
     torch.set_grad_enabled(False)
+    apply_precision(req.precision)
     device = make_device(req.backend, req.cpu_threads)
     try:
         ref = build_reference(
@@ -53,8 +56,15 @@ def run_baseline_compile(req: WorkerRequest) -> dict[str, Any]:
     )
     if outcome.failure or outcome.candidate is None or outcome.reference is None:
         return {"ok": False, "error": f"timing torch.compile failed: {outcome.failure}"}
+    profile = None
+    if req.profile and device.name == "cuda":
+        inputs = ref.timing_sets[0] if ref.timing_sets else ref.verify_sets[0]
+        activities = profile_call(lambda: compiled(*clone_nested(inputs)))
+        profile = summarise_kernels(activities, set()).as_dict()
     return {
         "ok": True,
+        "precision": req.precision,
+        "profile": profile,
         "compile_us": outcome.candidate.median_us,
         "eager_us": outcome.reference.median_us,
         "ratio": outcome.candidate.median_us / outcome.reference.median_us,

@@ -2,20 +2,26 @@
 
 Order of events (the order is part of the defence):
 
-1. build the reference, its weights and all inputs (``reference.py``); run the reference once
-   and keep only a fingerprint of its output (the canary);
+1. pin the precision policy; build the reference, its weights and all inputs
+   (``reference.py``); run the reference once and keep only a fingerprint of its output;
 2. snapshot global switches, harness function identities and the thread count;
 3. import the candidate and build ``ModelNew`` with the reference's weights;
 4. verification trials: the candidate runs first on its own clone of fresh inputs (no
    reference output for them exists yet), under the ATen-op recorder; then the reference on
    another clone; outputs compared; inputs, weights and global state checked after each call;
 5. the reference is re-run on trial 0 and must still match the canary;
-6. interleaved timing (``timing.py``), with custom-kernel calls counted in every round.
+6. on the GPU, one profiled call records which kernels ran (the candidate's own are those in
+   its binaries);
+7. interleaved timing (``timing.py``), with custom-kernel calls counted in every round; on the
+   GPU, profiled calls then check that all device work (every stream) fits the measured time.
 """
 
 from __future__ import annotations
 
+import functools
 import random
+import statistics
+import time
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +38,23 @@ from cuda_agent.evaluator.worker.guards import (
     prime_recorder,
     thread_count,
 )
+from cuda_agent.evaluator.worker.kernels import (
+    busy_us,
+    candidate_kernel_names,
+    profile_call,
+    summarise_kernels,
+)
 from cuda_agent.evaluator.worker.modules import describe_exception
+from cuda_agent.evaluator.worker.precision import apply_precision
 from cuda_agent.evaluator.worker.protocol import ResultChannel, WorkerRequest
 from cuda_agent.evaluator.worker.reference import ProblemFailure, Reference, build_reference
 from cuda_agent.evaluator.worker.shim import BuildShim
 from cuda_agent.evaluator.worker.tensors import clone_nested, fingerprint_nested
 from cuda_agent.evaluator.worker.timing import time_interleaved
+
+KERNELBENCH_MIN_COVERAGE = 0.01  # custom kernels' share of device time under `kernelbench`
+STREAM_SLACK = 1.15  # device work may exceed the event time by 15% + 20 us (profiler jitter)
+STREAM_SLACK_US = 20.0
 
 
 class Verdict(Exception):
@@ -49,10 +66,24 @@ class Verdict(Exception):
         self.flags = flags or []
 
 
+class Phases:
+    """Wall-clock seconds per phase of the worker (reported in ``details.worker_phases_s``)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def mark(self, name: str) -> None:
+        now = time.perf_counter()
+        self.seconds[name] = round(now - self._last, 4)
+        self._last = now
+
+
 def run_evaluate(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
     result: dict[str, Any] = {"compiled": False, "correct": False, "flags": [], "warnings": []}
+    phases = Phases()
     try:
-        _evaluate(req, channel, result)
+        _evaluate(req, channel, result, phases)
     except Verdict as v:
         result["error"] = {"stage": v.stage, "message": str(v)}
         result["flags"].extend(f for f in v.flags if f not in result["flags"])
@@ -61,18 +92,25 @@ def run_evaluate(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
         result["error"] = {"stage": "problem", "message": str(err)}
     except CandidateFailure as err:
         result["error"] = {"stage": err.stage, "message": str(err)}
+    result["worker_phases_s"] = phases.seconds
     return result
 
 
-def _evaluate(req: WorkerRequest, channel: ResultChannel, result: dict[str, Any]) -> None:
+def _evaluate(
+    req: WorkerRequest, channel: ResultChannel, result: dict[str, Any], phases: Phases
+) -> None:
     torch.set_grad_enabled(False)
+    apply_precision(req.precision)
     device = make_device(req.backend, req.cpu_threads)
     result["device"] = device.info()
+    result["precision"] = req.precision
     channel.send("stage", stage="load")
     timing_sets = req.timing.input_sets if req.timing.enabled else 0
     ref = build_reference(req.problem_source, req.seed, device, req.trials, timing_sets)
+    result["warnings"].extend(ref.notes)
     canary = fingerprint_nested(_call(ref.model, clone_nested(ref.verify_sets[0])))
     device.synchronize()
+    phases.mark("reference_and_inputs")
     prime_recorder()
     state = GlobalState()
     identities = FunctionIdentities()
@@ -98,6 +136,7 @@ def _evaluate(req: WorkerRequest, channel: ResultChannel, result: dict[str, Any]
         files,
     )
     cand_weights = fingerprint_nested(list(cand.state_dict().values()))
+    phases.mark("import_candidate")
 
     channel.send("stage", stage="verify")
     trials, ops = _verify(
@@ -105,12 +144,24 @@ def _evaluate(req: WorkerRequest, channel: ResultChannel, result: dict[str, Any]
     )
     result["verify"] = {"trials": trials, "ops": dict(sorted(ops.items()))}
     _check_canary(ref, canary, result)
-    result["correct"] = True
     result["custom_calls_per_forward"] = shim.usage.calls / max(1, req.trials)
+    phases.mark("verify")
+    if device.name == "cuda":
+        _kernel_check(req, ref, cand, shim, result)
+        phases.mark("kernel_record")
+    result["correct"] = True
 
     if req.timing.enabled:
         channel.send("stage", stage="time")
         _time(req, ref, cand, device, shim, state, identities, threads_before, result)
+        phases.mark("time")
+        if device.name == "cuda":
+            _stream_check(req, ref, cand, device, result)
+            phases.mark("stream_check")
+    if req.profile and device.name == "cuda":
+        channel.send("stage", stage="profile")
+        _profile(ref, cand, shim, result)
+        phases.mark("profile")
 
 
 def _verify(
@@ -144,7 +195,7 @@ def _verify(
         for op, n in recorder.ops.items():
             all_ops[op] = all_ops.get(op, 0) + n
         _integrity(ref, state, identities, threads_before, where=f"during trial {k + 1}")
-        _policy(req.policy, recorder, shim.usage.calls - calls_before, shim)
+        _policy(req.policy, recorder, shim.usage.calls - calls_before)
         if fingerprint_nested(list(cand.state_dict().values())) != cand_weights:
             raise Verdict(
                 "verify",
@@ -168,7 +219,7 @@ def _verify(
     return trials, all_ops
 
 
-def _policy(policy: str, recorder: OpRecorder, custom_calls: int, shim: BuildShim) -> None:
+def _policy(policy: str, recorder: OpRecorder, custom_calls: int) -> None:
     if policy == "off":
         return
     bad = forbidden_ops(recorder.ops, policy)
@@ -186,6 +237,30 @@ def _policy(policy: str, recorder: OpRecorder, custom_calls: int, shim: BuildShi
             f"policy {policy}: ModelNew.forward called no custom kernel (no function of a "
             "compiled extension ran)",
             ["no_custom_kernel"],
+        )
+
+
+def _kernel_check(
+    req: WorkerRequest,
+    ref: Reference,
+    cand: torch.nn.Module,
+    shim: BuildShim,
+    result: dict[str, Any],
+) -> None:
+    """Record the GPU kernels of one candidate call; under `kernelbench`, own kernels must work."""
+    names = candidate_kernel_names(shim.module_paths)
+    activities = profile_call(lambda: _call(cand, clone_nested(ref.verify_sets[0])))
+    summary = summarise_kernels(activities, names)
+    result["kernels"] = summary.as_dict()
+    if names is None:
+        result["warnings"].append("nm not found: custom kernels cannot be told from torch's")
+        return
+    if req.policy == "kernelbench" and summary.coverage < KERNELBENCH_MIN_COVERAGE:
+        raise Verdict(
+            "verify",
+            f"policy kernelbench: your own kernels took {100 * summary.coverage:.2g}% of the "
+            f"device time ({summary.custom_kernels} launches); they must do real work",
+            ["custom_kernels_idle"],
         )
 
 
@@ -305,6 +380,47 @@ def _time(
         "checked_rounds": outcome.checked_rounds,
         "seconds": round(outcome.seconds, 3),
         "stop_reason": outcome.stop_reason,
+    }
+
+
+def _stream_check(
+    req: WorkerRequest,
+    ref: Reference,
+    cand: torch.nn.Module,
+    device: Device,
+    result: dict[str, Any],
+) -> None:
+    """Device work of a call (all streams, CUPTI) must fit in the time CUDA events measured."""
+    busy = []
+    for j in range(3):
+        args = clone_nested(ref.timing_sets[j % len(ref.timing_sets)])
+        device.flush_cache()
+        busy.append(busy_us(profile_call(functools.partial(_call, cand, args))))
+    measured = result["runtime_us"]
+    profiled = statistics.median(busy)
+    result["timing"]["profiler_busy_us"] = round(profiled, 3)
+    if profiled > measured * STREAM_SLACK + STREAM_SLACK_US:
+        raise Verdict(
+            "time",
+            f"the GPU was busy {profiled:.1f} us per call (all streams) but the timed stream "
+            f"only {measured:.1f} us: work escaped the timed stream; make the launch stream wait "
+            "for every stream you use",
+            ["work_outside_timed_stream"],
+        )
+
+
+def _profile(
+    ref: Reference, cand: torch.nn.Module, shim: BuildShim, result: dict[str, Any]
+) -> None:
+    names = candidate_kernel_names(shim.module_paths)
+    inputs = ref.timing_sets[0] if ref.timing_sets else ref.verify_sets[0]
+    result["profile"] = {
+        "candidate": summarise_kernels(
+            profile_call(lambda: _call(cand, clone_nested(inputs))), names
+        ).as_dict(),
+        "eager": summarise_kernels(
+            profile_call(lambda: _call(ref.model, clone_nested(inputs))), set()
+        ).as_dict(),
     }
 
 

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-MODES = ("evaluate", "check_problem", "baseline_compile")
+MODES = ("evaluate", "check_problem", "baseline_compile", "profile_run")
 
 
 @dataclass
@@ -47,6 +47,9 @@ class WorkerRequest:
     policy: str = "strict"
     cpu_threads: int = 1
     build_timeout_s: float = 600.0
+    precision: str = "ieee"
+    profile: bool = False
+    ncu_kernels: int = 0
     timing: TimingOptions = field(default_factory=TimingOptions)
     result_fd: int = -1
 

@@ -40,6 +40,7 @@ class Reference:
     verify_sets: list[list[Any]] = field(default_factory=list)
     timing_sets: list[list[Any]] = field(default_factory=list)
     input_fingerprints: list[list[tuple[int, ...]]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def all_sets(self) -> list[list[Any]]:
         return [*self.verify_sets, *self.timing_sets]
@@ -89,14 +90,35 @@ def build_reference(
         state=state,
         state_fingerprint=fingerprint_nested(list(model.state_dict().values())),
     )
-    ref.verify_sets = [
-        draw_inputs(module, derive_seed(seed, "verify", k), device) for k in range(verify_trials)
+    first = draw_inputs(module, derive_seed(seed, "verify", 0), device)
+    timing_sets = _affordable_timing_sets(first, verify_trials, timing_sets, device, ref.notes)
+    ref.verify_sets = [first] + [
+        draw_inputs(module, derive_seed(seed, "verify", k), device) for k in range(1, verify_trials)
     ]
     ref.timing_sets = [
         draw_inputs(module, derive_seed(seed, "time", j), device) for j in range(timing_sets)
     ]
     ref.input_fingerprints = [fingerprint_nested(s) for s in ref.all_sets()]
     return ref
+
+
+def _affordable_timing_sets(
+    first: list[Any], trials: int, wanted: int, device: Device, notes: list[str]
+) -> int:
+    """Fewer rotating timing sets when all input sets would not fit in 40% of free memory."""
+    if device.name != "cuda" or wanted <= 1:
+        return wanted
+    per_set = sum(t.numel() * t.element_size() for t in first if isinstance(t, torch.Tensor))
+    free, _ = torch.cuda.mem_get_info(device.torch_device)
+    affordable = int(0.4 * free // max(per_set, 1)) - trials
+    if affordable >= wanted:
+        return wanted
+    chosen = max(1, affordable)
+    notes.append(
+        f"large inputs ({per_set / 2**30:.1f} GiB a set): {chosen} timing input set(s) "
+        f"instead of {wanted}"
+    )
+    return chosen
 
 
 def draw_inputs(module: Any, seed: int, device: Device) -> list[Any]:

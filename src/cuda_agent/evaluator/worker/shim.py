@@ -68,6 +68,7 @@ class BuildShim:
         self.builds: list[BuildResult] = []
         self.failure: str | None = None
         self.usage = ExtensionUsage()
+        self._module_paths: list[Path] = []
 
     def load_inline(
         self, name: str, cpp_sources: Any, cuda_sources: Any = None, *args: Any, **kwargs: Any
@@ -89,8 +90,15 @@ class BuildShim:
             self._fail(str(err))
         return self._build_and_load(spec)
 
+    @property
+    def module_paths(self) -> list[Path]:
+        """Every compiled module this candidate loaded (prebuilt or built through the shim)."""
+        return list(self._module_paths)
+
     def load_prebuilt(self, name: str, path: Path) -> types.ModuleType:
-        return ExtensionProxy(_import_extension(name, path), self.usage)
+        module = _import_extension(name, path)
+        self._module_paths.append(path)
+        return ExtensionProxy(module, self.usage)
 
     def _build_and_load(self, spec: ExtensionSpec) -> types.ModuleType:
         result = build_extension(spec, timeout_s=self.timeout_s)
@@ -102,6 +110,7 @@ class BuildShim:
             module = _import_extension(spec.name, result.module_path)
         except ImportError as err:
             self._fail(f"the built extension {spec.name} does not import: {err}")
+        self._module_paths.append(result.module_path)
         return ExtensionProxy(module, self.usage)
 
     def _fail(self, message: str) -> Any:

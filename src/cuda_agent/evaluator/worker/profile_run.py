@@ -1,0 +1,60 @@
+"""The ``profile_run`` mode: run the candidate's forward a few times inside an NVTX range.
+
+Started by the parent under Nsight Compute (``ncu --nvtx --nvtx-include candidate/``), so that
+only the candidate's kernels are measured. No verification and no timing happen here; the
+verdict always comes from a separate ``evaluate`` process.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from cuda_agent.evaluator.worker.candidate import CandidateFailure, import_candidate, instantiate
+from cuda_agent.evaluator.worker.device import make_device
+from cuda_agent.evaluator.worker.precision import apply_precision
+from cuda_agent.evaluator.worker.protocol import WorkerRequest
+from cuda_agent.evaluator.worker.reference import ProblemFailure, build_reference
+from cuda_agent.evaluator.worker.shim import BuildShim
+from cuda_agent.evaluator.worker.tensors import clone_nested
+
+NVTX_RANGE = "candidate"
+PROFILED_CALLS = 2
+
+
+def run_profile_run(req: WorkerRequest) -> dict[str, Any]:
+    torch.set_grad_enabled(False)
+    apply_precision(req.precision)
+    device = make_device(req.backend, req.cpu_threads)
+    try:
+        ref = build_reference(req.problem_source, req.seed, device, 1, 0)
+        root = Path(req.solution_root)
+        shim = BuildShim(req.backend, root, req.build_timeout_s)
+        shim.install()
+        model_new = import_candidate(
+            req.solution_kind, root, req.solution_entry, req.prebuilt_module, shim
+        )
+        files = tuple(str(p) for p in root.rglob("*.py"))
+        cand = instantiate(
+            model_new,
+            ref.init_args,
+            ref.init_seed,
+            ref.state,
+            device.torch_device,
+            req.solution_entry,
+            files,
+        )
+        inputs = ref.verify_sets[0]
+        cand(*clone_nested(inputs))  # warm-up outside the range
+        device.synchronize()
+        for _ in range(PROFILED_CALLS):
+            args = clone_nested(inputs)
+            torch.cuda.nvtx.range_push(NVTX_RANGE)
+            cand(*args)
+            device.synchronize()
+            torch.cuda.nvtx.range_pop()
+    except (ProblemFailure, CandidateFailure) as err:
+        return {"ok": False, "error": str(err)}
+    return {"ok": True}
