@@ -155,7 +155,7 @@ def _run_candidate(
         timeout_s=opts.worker_timeout_s,
         scratch=scratch / "worker",
         on_event=on_event,
-        spares=_spares() if opts.keep_spare_worker else None,
+        spares=spare_workers() if opts.keep_spare_worker else None,
     )
     if (
         opts.profile
@@ -172,7 +172,7 @@ def _run_candidate(
 _SPARES: SpareWorkers | None = None
 
 
-def _spares() -> SpareWorkers:
+def spare_workers() -> SpareWorkers:
     """One process-wide set of spare workers (started lazily, killed at exit)."""
     global _SPARES
     if _SPARES is None:

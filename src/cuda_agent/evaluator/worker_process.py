@@ -71,6 +71,8 @@ class WorkerHandle:
     child_fd: int
     folder: Path
     key: str
+    ready: bool = False
+    pending: bytes = b""
 
 
 def spawn_worker(
@@ -90,6 +92,7 @@ def spawn_worker(
                 "-m",
                 "cuda_agent.evaluator.worker",
                 f"--backend={backend}",
+                f"--ready-fd={write_fd}",
             ],
             stdin=subprocess.PIPE,
             stdout=out_file,
@@ -122,6 +125,20 @@ class SpareWorkers:
             handle = spawn_worker(backend, env, self._folder())
         self._spares[key] = spawn_worker(backend, env, self._folder())
         return handle
+
+    def wait_ready(self, timeout_s: float = 120.0) -> bool:
+        """Block until every spare has finished its warm start (True) or the timeout passes."""
+        deadline = time.monotonic() + timeout_s
+        for handle in self._spares.values():
+            while not handle.ready:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or handle.proc.poll() is not None:
+                    return False
+                ready, _, _ = select.select([handle.read_fd], [], [], min(remaining, 1.0))
+                if ready:
+                    handle.pending += os.read(handle.read_fd, 65536)
+                    handle.ready = b"ready\n" in handle.pending
+        return True
 
     def close(self) -> None:
         for handle in self._spares.values():

@@ -6,6 +6,7 @@ be started ahead of time and wait here at no cost to the next evaluation's laten
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import traceback
@@ -24,8 +25,17 @@ def warm_start(argv: list[str]) -> None:
         torch.cuda.synchronize()
 
 
+def announce_ready(argv: list[str]) -> None:
+    """Tell the parent this worker has finished its warm start (a plain, non-JSON line)."""
+    for arg in argv:
+        if arg.startswith("--ready-fd="):
+            with contextlib.suppress(OSError):
+                os.write(int(arg.split("=", 1)[1]), b"ready\n")
+
+
 def main() -> int:
     warm_start(sys.argv[1:])
+    announce_ready(sys.argv[1:])
     raw = sys.stdin.readline()
     sys.stdin.close()
     if not raw.strip():
