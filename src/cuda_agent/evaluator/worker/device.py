@@ -7,6 +7,7 @@ The verification and timing code above this module is identical for both backend
 
 from __future__ import annotations
 
+import ctypes
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
@@ -86,6 +87,7 @@ class CudaDevice(Device):
         )
         self._start = torch.cuda.Event(enable_timing=True)
         self._end = torch.cuda.Event(enable_timing=True)
+        self._cudart = _load_cudart()
 
     def factory_context(self) -> AbstractContextManager[Any]:
         return self.torch_device
@@ -94,9 +96,10 @@ class CudaDevice(Device):
         torch.cuda.synchronize(self.torch_device)
 
     def flush_cache(self) -> None:
-        reset = getattr(torch.cuda, "reset_persisting_l2_cache", None)  # not in every version
-        if reset is not None:
-            reset()
+        """Drop persisting L2 lines and the persisting carve-out, then overwrite 2x the L2."""
+        if self._cudart is not None:
+            self._cudart.cudaDeviceSetLimit(CUDA_LIMIT_PERSISTING_L2, ctypes.c_size_t(0))
+            self._cudart.cudaCtxResetPersistingL2Cache()
         self._flush_buffer.fill_(1.0)
 
     def time_call(self, fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -115,7 +118,23 @@ class CudaDevice(Device):
             "capability": f"{self._props.major}.{self._props.minor}",
             "sm_count": self._props.multi_processor_count,
             "l2_bytes": int(getattr(self._props, "L2_cache_size", 0)),
+            "persisting_l2_reset": self._cudart is not None,
         }
+
+
+CUDA_LIMIT_PERSISTING_L2 = 0x06  # cudaLimitPersistingL2CacheSize
+
+
+def _load_cudart() -> ctypes.CDLL | None:
+    """The CUDA runtime already loaded by torch (for the persisting-L2 calls torch lacks)."""
+    for name in ("libcudart.so.13", "libcudart.so.12", "libcudart.so"):
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            continue
+        if hasattr(lib, "cudaCtxResetPersistingL2Cache"):
+            return lib
+    return None
 
 
 def _cpu_flush_bytes() -> int:
