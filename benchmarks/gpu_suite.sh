@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The H200 run behind docs/benchmarks.md, in three parts that each fit a 10-minute call:
-#   bash benchmarks/gpu_suite.sh A   GPU tests, build times, evaluation latency, stream exploit
-#   bash benchmarks/gpu_suite.sh B   timing fidelity: ours, then KernelBench's evaluator
-#   bash benchmarks/gpu_suite.sh C   KernelBench's build and stream figures (the peer)
+# The H200 run behind docs/benchmarks.md, in parts that each fit a 10-minute call:
+#   bash benchmarks/gpu_suite.sh A   GPU tests, evaluation latency, stream exploit, timing fidelity
+#   bash benchmarks/gpu_suite.sh B   the peer: KernelBench's evaluator on the same measurements
+#   bash benchmarks/gpu_suite.sh C   build times (benchmarks/build_cache.py, cuda backend)
 # Needs a KernelBench checkout in .kb/ and, for KernelBench's evaluator, wheels in .whl/
 # (pydantic and friends; see benchmarks/kernelbench_peer.py). Logs go to $OUT (or ./gpu-results).
 set -u
@@ -19,26 +19,26 @@ case "${1:-}" in
 A)
   nvidia-smi -L
   python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"
-  timeout 320 python3 -m pytest -q -m gpu tests/gpu -p no:cacheprovider -rA 2>&1 \
-    | tee "$OUT/gpu_tests.log" | tail -25
-  timeout 100 python3 benchmarks/build_cache.py --backend cuda --skip-peer | tee "$OUT/build_cache.txt"
-  timeout 90 python3 benchmarks/eval_latency.py --backend cuda --runs 3 | tee "$OUT/eval_latency.txt"
-  timeout 70 python3 benchmarks/stream_exploit.py --kb .kb | tee "$OUT/stream_ours.txt"
+  timeout 260 python3 -m pytest -q -m gpu tests/gpu -p no:cacheprovider -rfE -s >"$OUT/gpu_tests.log" 2>&1
+  grep -E "passed|failed|FAILED|ERROR|ncu:" "$OUT/gpu_tests.log" | tail -15
+  timeout 80 python3 benchmarks/eval_latency.py --backend cuda --runs 3 | tee "$OUT/eval_latency.txt"
+  timeout 60 python3 benchmarks/stream_exploit.py --kb .kb | tee "$OUT/stream_ours.txt"
+  timeout 170 python3 benchmarks/self_speedup.py --kb .kb --repeat 5 --repeat-first 3 \
+    --out "$OUT/self_ours.json" | tail -30
   ;;
 B)
-  timeout 300 python3 benchmarks/self_speedup.py --kb .kb --repeat 5 --repeat-first 3 \
-    --out "$OUT/self_ours.json" | tail -28
+  kb_env
   grep -v '^#' benchmarks/problems_kb20.txt | grep -v -e 4_Matrix -e 47_Sum >/tmp/kb_list.txt
   grep -e 4_Matrix -e 47_Sum benchmarks/problems_kb20.txt >>/tmp/kb_list.txt
-  kb_env
   timeout 250 python3 benchmarks/kernelbench_peer.py self-speedup --kb .kb \
     --problem-file /tmp/kb_list.txt --out "$OUT/kb_self.json" | tail -26
+  timeout 120 python3 benchmarks/kernelbench_peer.py stream --kb .kb --stream-timing cuda_event \
+    --out "$OUT/kb_stream.json" | tail -8
+  timeout 180 python3 benchmarks/kernelbench_peer.py build --kb .kb --out "$OUT/kb_build.json" \
+    | tail -8
   ;;
 C)
-  kb_env
-  timeout 280 python3 benchmarks/kernelbench_peer.py build --kb .kb --out "$OUT/kb_build.json"
-  timeout 200 python3 benchmarks/kernelbench_peer.py stream --kb .kb --stream-timing cuda_event \
-    --out "$OUT/kb_stream.json"
+  timeout 100 python3 benchmarks/build_cache.py --backend cuda --skip-peer | tee "$OUT/build_cache.txt"
   ;;
 *)
   echo "usage: $0 A|B|C" >&2

@@ -48,11 +48,10 @@ def profile_call(fn: Callable[[], Any]) -> list[DeviceActivity]:
         if event.device_type() != torch.autograd.DeviceType.CUDA:
             continue
         name = event.name()
-        kind = str(event.activity_type()).lower()
-        is_kernel = (
-            "memcpy" not in kind
-            and "memset" not in kind
-            and not name.startswith(("Memcpy", "Memset"))
+        kind_of = getattr(event, "activity_type", None)  # not in every torch version
+        kind = str(kind_of()).lower() if callable(kind_of) else ""
+        is_kernel = "memcpy" not in kind and "memset" not in kind and not name.startswith(
+            ("Memcpy", "Memset")
         )
         activities.append(
             DeviceActivity(
