@@ -64,3 +64,19 @@ def test_integer_outputs_need_an_exact_match() -> None:
     ref = torch.arange(5)
     assert ok(ref, ref.clone()).ok
     assert "exact match" in ok(ref, ref + 1).message
+
+
+def test_chunked_comparison_finds_the_worst_element_in_any_chunk(monkeypatch) -> None:
+    from cuda_agent.evaluator.worker import compare as module
+
+    monkeypatch.setattr(module, "CHUNK", 7)
+    ref = torch.zeros(5, 6)
+    cand = ref.clone()
+    cand[1, 2] = 0.2  # chunk 1
+    cand[4, 5] = 0.9  # last chunk, the worst
+    result = ok(ref, cand)
+    assert "2 of 30 elements" in result.message and "[4, 5]" in result.message
+    assert math.isclose(result.max_abs_error, 0.9, rel_tol=1e-6)
+    nan = cand.clone()
+    nan[3, 0] = float("nan")
+    assert "NaN where the reference is finite (1 elements)" in ok(ref, nan).message

@@ -23,6 +23,7 @@ _isinf = torch.isinf
 _abs = torch.abs
 _where = torch.where
 _Tensor = torch.Tensor
+CHUNK = 1 << 24  # elements compared at a time (float64 temporaries stay near 128 MiB each)
 
 
 @dataclass
@@ -111,40 +112,64 @@ def _compare_tensor(
                 "(exact match required for this dtype)",
             )
         return Comparison(True)
-    r = ref.detach().to(torch.float64)
-    c = cand.detach().to(torch.float64)
-    r_nan, c_nan = _isnan(r), _isnan(c)
-    if bool((r_nan != c_nan).any()):
+    return _compare_floats(ref, cand, atol, rtol, path)
+
+
+def _compare_floats(
+    ref: torch.Tensor, cand: torch.Tensor, atol: float, rtol: float, path: str
+) -> Comparison:
+    """NaN/Inf rules and the tolerance test, in float64 chunks (bounded extra memory)."""
+    r_flat, c_flat = ref.detach().reshape(-1), cand.detach().reshape(-1)
+    nan_mismatch = inf_mismatch = n_bad = 0
+    nan_in_candidate = False
+    max_abs = max_rel = 0.0
+    worst: tuple[float, int, float, float] = (-1.0, -1, 0.0, 0.0)
+    for start in range(0, r_flat.numel(), CHUNK):
+        r = r_flat[start : start + CHUNK].to(torch.float64)
+        c = c_flat[start : start + CHUNK].to(torch.float64)
+        r_nan, c_nan = _isnan(r), _isnan(c)
+        nan_diff = r_nan != c_nan
+        if bool(nan_diff.any()):
+            nan_mismatch += int(nan_diff.sum())
+            nan_in_candidate |= bool((c_nan & ~r_nan).any())
+            continue
+        r_inf, c_inf = _isinf(r), _isinf(c)
+        inf_diff = (r_inf != c_inf) | (r_inf & (r != c))
+        if bool(inf_diff.any()):
+            inf_mismatch += int(inf_diff.sum())
+            continue
+        finite = ~(r_nan | r_inf)
+        diff = _where(finite, _abs(c - r), torch.zeros_like(r))
+        bad = (diff > atol + rtol * _abs(r)) & finite
+        max_abs = max(max_abs, float(diff.max().item()))
+        rel = _where(finite, diff / _abs(r).clamp_min(1e-12), torch.zeros_like(r))
+        max_rel = max(max_rel, float(rel.max().item()))
+        chunk_bad = int(bad.sum().item())
+        if chunk_bad:
+            n_bad += chunk_bad
+            masked = _where(bad, diff, torch.zeros_like(diff))
+            local = int(torch.argmax(masked).item())
+            value = float(masked[local].item())
+            if value > worst[0]:
+                worst = (value, start + local, float(r[local]), float(c[local]))
+    if nan_mismatch:
         where = (
             "NaN where the reference is finite"
-            if bool((c_nan & ~r_nan).any())
+            if nan_in_candidate
             else "a number where the reference is NaN"
         )
-        return Comparison(False, f"{path}: {where} ({int((r_nan != c_nan).sum())} elements)")
-    r_inf, c_inf = _isinf(r), _isinf(c)
-    if bool((r_inf != c_inf).any()) or bool((r[r_inf] != c[r_inf]).any()):
+        return Comparison(False, f"{path}: {where} ({nan_mismatch} elements)")
+    if inf_mismatch:
         return Comparison(
-            False,
-            f"{path}: infinities differ from the reference "
-            f"({int((r_inf != c_inf).sum())} elements)",
+            False, f"{path}: infinities differ from the reference ({inf_mismatch} elements)"
         )
-    finite = ~(r_nan | r_inf)
-    diff = _where(finite, _abs(c - r), torch.zeros_like(r))
-    bound = atol + rtol * _abs(r)
-    bad = (diff > bound) & finite
-    max_abs = float(diff.max().item())
-    rel = _where(finite, diff / _abs(r).clamp_min(1e-12), torch.zeros_like(r))
-    max_rel = float(rel.max().item())
-    n_bad = int(bad.sum().item())
     if n_bad:
-        flat = int(torch.argmax(_where(bad, diff, torch.zeros_like(diff))).item())
-        index = _unravel(flat, tuple(ref.shape))
-        expected, got = float(r.reshape(-1)[flat]), float(c.reshape(-1)[flat])
+        index = _unravel(worst[1], tuple(ref.shape))
         return Comparison(
             False,
             f"{path}: {n_bad} of {ref.numel()} elements ({100.0 * n_bad / ref.numel():.2g}%) "
             f"differ beyond atol={atol:g}, rtol={rtol:g}; max abs error {max_abs:.4g} at "
-            f"{list(index)}: expected {expected:.6g}, got {got:.6g}",
+            f"{list(index)}: expected {worst[2]:.6g}, got {worst[3]:.6g}",
             max_abs,
             max_rel,
         )

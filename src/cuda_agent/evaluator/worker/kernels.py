@@ -50,8 +50,10 @@ def profile_call(fn: Callable[[], Any]) -> list[DeviceActivity]:
         name = event.name()
         kind_of = getattr(event, "activity_type", None)  # not in every torch version
         kind = str(kind_of()).lower() if callable(kind_of) else ""
-        is_kernel = "memcpy" not in kind and "memset" not in kind and not name.startswith(
-            ("Memcpy", "Memset")
+        is_kernel = (
+            "memcpy" not in kind
+            and "memset" not in kind
+            and not name.startswith(("Memcpy", "Memset"))
         )
         activities.append(
             DeviceActivity(
