@@ -7,6 +7,7 @@ combines with the live eager time of each evaluation (see ``evaluator/baselines.
 
 from __future__ import annotations
 
+import functools
 import random
 import time
 from typing import Any
@@ -59,7 +60,7 @@ def run_baseline_compile(req: WorkerRequest) -> dict[str, Any]:
     profile = None
     if req.profile and device.name == "cuda":
         inputs = ref.timing_sets[0] if ref.timing_sets else ref.verify_sets[0]
-        activities = profile_call(lambda: compiled(*clone_nested(inputs)))
+        activities = profile_call(functools.partial(compiled, *clone_nested(inputs)))
         profile = summarise_kernels(activities, set()).as_dict()
     return {
         "ok": True,

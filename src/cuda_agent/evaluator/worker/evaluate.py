@@ -250,7 +250,7 @@ def _kernel_check(
 ) -> None:
     """Record the GPU kernels of one candidate call; under `kernelbench`, own kernels must work."""
     names = candidate_kernel_names(shim.module_paths)
-    activities = profile_call(lambda: _call(cand, clone_nested(ref.verify_sets[0])))
+    activities = profile_call(functools.partial(_call, cand, clone_nested(ref.verify_sets[0])))
     summary = summarise_kernels(activities, names)
     result["kernels"] = summary.as_dict()
     if names is None:
@@ -417,10 +417,10 @@ def _profile(
     inputs = ref.timing_sets[0] if ref.timing_sets else ref.verify_sets[0]
     result["profile"] = {
         "candidate": summarise_kernels(
-            profile_call(lambda: _call(cand, clone_nested(inputs))), names
+            profile_call(functools.partial(_call, cand, clone_nested(inputs))), names
         ).as_dict(),
         "eager": summarise_kernels(
-            profile_call(lambda: _call(ref.model, clone_nested(inputs))), set()
+            profile_call(functools.partial(_call, ref.model, clone_nested(inputs))), set()
         ).as_dict(),
     }
 
