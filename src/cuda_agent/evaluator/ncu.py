@@ -111,12 +111,20 @@ def _number(value: str, unit: str) -> float:
         return 0.0
     scale = {
         "nsecond": 1e-3,
+        "ns": 1e-3,
         "usecond": 1.0,
+        "us": 1.0,
         "msecond": 1e3,
+        "ms": 1e3,
         "second": 1e6,
+        "s": 1e6,
         "Kbyte": 1e3,
+        "KB": 1e3,
         "Mbyte": 1e6,
+        "MB": 1e6,
         "Gbyte": 1e9,
+        "GB": 1e9,
         "Tbyte": 1e12,
+        "TB": 1e12,
     }
     return number * scale.get(unit, 1.0)
