@@ -6,8 +6,7 @@ from dataclasses import dataclass, field
 
 from cuda_agent.core.errors import ConfigError
 from cuda_agent.core.types import BACKENDS, BASELINES
-from cuda_agent.evaluator.worker.guards import POLICIES
-from cuda_agent.evaluator.worker.precision import PRECISIONS
+from cuda_agent.evaluator.worker.names import POLICIES, PRECISIONS
 from cuda_agent.evaluator.worker.protocol import TimingOptions
 
 REWARDS = ("milestone", "continuous")

@@ -19,6 +19,8 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from cuda_agent.evaluator.worker.names import POLICIES as POLICIES
+
 CREATION_OPS = frozenset(
     {
         "empty",
@@ -95,7 +97,6 @@ LIBRARY_OPS = frozenset(
         "slow_conv_transpose3d",
     }
 )
-POLICIES = ("strict", "kernelbench", "off")
 TORCH_NAMESPACES = frozenset(
     {
         "aten",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-PRECISIONS = ("ieee", "tf32", "torch-default")
+from cuda_agent.evaluator.worker.names import PRECISIONS
 
 
 def apply_precision(name: str) -> None:

@@ -1,0 +1,163 @@
+"""Run the agent's shell commands in a sandbox.
+
+With bubblewrap (``bwrap``) usable: the whole file system read-only, except the workdir and a
+private ``/tmp``; the evaluator's cache hidden behind an empty tmpfs; no network (own network
+namespace); own PID namespace and session; a clean environment; killed with its parent.
+Without it: the command runs in its own process group with the same clean environment and
+resource limits, a warning is logged once, and only the file tools' path checks keep writes in
+the workdir. In both modes CPU time, address space, file size and open files are limited with
+rlimits, and a command that outlives its timeout is killed with its whole process group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import os
+import resource
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+_warned_fallback = False
+
+
+@dataclass(frozen=True)
+class SandboxPolicy:
+    workdir: Path
+    tmpdir: Path
+    network: bool = False
+    cpu_seconds: int = 900
+    address_space_bytes: int = 32 << 30
+    file_size_bytes: int = 2 << 30
+    open_files: int = 1024
+    hidden: tuple[Path, ...] = ()
+    extra_env: dict[str, str] = field(default_factory=dict)
+    bind_rw: tuple[Path, ...] = ()
+
+
+@functools.lru_cache(maxsize=1)
+def bwrap_usable() -> bool:
+    """True when ``bwrap`` exists and can create the namespaces we ask for here."""
+    binary = shutil.which("bwrap")
+    if binary is None:
+        return False
+    probe = subprocess.run(
+        [
+            binary,
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--unshare-net",
+            "--unshare-pid",
+            "--die-with-parent",
+            "true",
+        ],
+        capture_output=True,
+        check=False,
+        timeout=30,
+    )
+    return probe.returncode == 0
+
+
+class Sandbox:
+    """Builds the command line, environment and limits for sandboxed commands."""
+
+    def __init__(self, policy: SandboxPolicy, use_bwrap: bool | None = None) -> None:
+        self.policy = policy
+        self.mode = "bwrap" if (bwrap_usable() if use_bwrap is None else use_bwrap) else "rlimits"
+        policy.tmpdir.mkdir(parents=True, exist_ok=True)
+        if self.mode == "rlimits":
+            global _warned_fallback
+            if not _warned_fallback:
+                log.warning(
+                    "bubblewrap is not usable here: agent commands run with rlimits and "
+                    "their own process group only (no file-system or network isolation)"
+                )
+                _warned_fallback = True
+
+    def environment(self) -> dict[str, str]:
+        bin_dirs = [str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]
+        env = {
+            "PATH": os.pathsep.join(dict.fromkeys(bin_dirs)),
+            "HOME": str(self.policy.workdir),
+            "TMPDIR": "/tmp" if self.mode == "bwrap" else str(self.policy.tmpdir),
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "TERM": "dumb",
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
+        for key in ("CUDA_HOME", "PYTHONPATH", "CUDA_AGENT_CACHE"):
+            if key in os.environ:
+                env[key] = os.environ[key]
+        env.update(self.policy.extra_env)
+        return env
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        if self.mode != "bwrap":
+            return argv
+        p = self.policy
+        args = [
+            "bwrap",
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--bind",
+            str(p.tmpdir),
+            "/tmp",
+        ]
+        for hidden in p.hidden:
+            if hidden.exists():
+                args += ["--tmpfs", str(hidden)]
+        for path in (*p.bind_rw, p.workdir):
+            args += ["--bind", str(path), str(path)]
+        if not p.network:
+            args.append("--unshare-net")
+        args += [
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--die-with-parent",
+            "--new-session",
+            "--chdir",
+            str(p.workdir),
+            "--clearenv",
+        ]
+        for key, value in self.environment().items():
+            args += ["--setenv", key, value]
+        return [*args, *argv]
+
+    def limits(self) -> None:
+        """``preexec_fn``: rlimits and a new session (process group) for the command."""
+        p = self.policy
+        os.setsid()
+        for limit, value in (
+            (resource.RLIMIT_CPU, p.cpu_seconds),
+            (resource.RLIMIT_AS, p.address_space_bytes),
+            (resource.RLIMIT_FSIZE, p.file_size_bytes),
+            (resource.RLIMIT_NOFILE, p.open_files),
+            (resource.RLIMIT_CORE, 0),
+        ):
+            with contextlib.suppress(ValueError, OSError):
+                resource.setrlimit(limit, (value, value))
+
+    def popen(self, argv: list[str], **kwargs: object) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(  # type: ignore[call-overload]
+            self.wrap(argv),
+            cwd=self.policy.workdir,
+            env=self.environment(),
+            preexec_fn=self.limits,
+            **kwargs,
+        )
