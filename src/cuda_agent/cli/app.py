@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 from cuda_agent import __version__
 from cuda_agent.cli import problems_cmd, tool_cmd, workspace_cmd
 from cuda_agent.cli.demo_cmd import demo_command
 from cuda_agent.cli.eval_cmd import eval_command
+from cuda_agent.cli.examples_cmd import examples_command
+from cuda_agent.cli.solve_cmd import solve_command
+from cuda_agent.workspace.tool_client import forward, wants_forwarding
 
 app = typer.Typer(
     name="cuda-agent",
@@ -20,7 +25,9 @@ app.add_typer(problems_cmd.app, name="problems")
 app.add_typer(workspace_cmd.app, name="workspace")
 app.add_typer(tool_cmd.app, name="tool")
 app.command("eval")(eval_command)
+app.command("solve")(solve_command)
 app.command("demo")(demo_command)
+app.command("examples")(examples_command)
 
 
 def _version(value: bool) -> None:
@@ -39,6 +46,8 @@ def _root(
 
 
 def main() -> None:
+    if wants_forwarding(sys.argv[1:]):  # inside an agent's sandbox: the harness evaluates
+        sys.exit(forward(sys.argv[1:]))
     app()
 
 

@@ -1,87 +1,58 @@
-"""``cuda-agent demo``: evaluate the bundled example solutions and print the paper-style table.
+"""``cuda-agent demo``: the README's main job. A replayed agent solves a bundled problem.
 
-This is the README's main job until the agent exists: it exercises the whole pipeline
-(static check, build, verification, interleaved timing, torch.compile baseline, reward).
+The model's turns come from a recorded script (``agent.replays``), served by a local HTTP
+server that speaks the OpenAI chat-completions API; everything else is real: the client, the
+ReAct loop, the sandboxed shell and file tools, the workspace commands served by the harness,
+the evaluator and the reward. The output says so, and how to plug in a real model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import tempfile
+from pathlib import Path
 
 import typer
-from rich import box
-from rich.status import Status
-from rich.table import Table
 
+from cuda_agent.agent.models import OpenAIChatModel
+from cuda_agent.agent.replay_server import ReplayServer
+from cuda_agent.agent.replays import DEMO_PROBLEM, demo_script
 from cuda_agent.cli.common import (
     err_console,
     one_line_errors,
     out_console,
-    parse_csv,
     resolve_backend,
     resolve_size,
 )
-from cuda_agent.cli.render import fmt_us, fmt_x, verdict_text
-from cuda_agent.core.types import EvalResult
+from cuda_agent.cli.episode_view import render_episode
 from cuda_agent.evaluator.options import EvalOptions
-from cuda_agent.evaluator.pipeline import evaluate
-from cuda_agent.examples import example_solutions
 from cuda_agent.problems.sets import resolve_problem
-from cuda_agent.solutions.loader import load_solution
+from cuda_agent.rollout import EpisodeConfig, run_episode
+
+EXPLANATION = (
+    "This demo REPLAYS a recorded agent session: the model's turns are scripted and served by "
+    "a local OpenAI-compatible endpoint. Everything else is real: the client, the ReAct loop, "
+    "the sandboxed tools, the evaluator and the reward. To run a real model:\n"
+    "  cuda-agent solve {problem} --model NAME --base-url http://HOST:PORT/v1 --out runs/x"
+)
 
 
 @one_line_errors
 def demo_command(
-    backend: str = typer.Option("auto", help="cpu, cuda, or auto."),
-    baselines: str = typer.Option("eager,compile", help="eager,compile | eager"),
-    size: str = typer.Option("auto", help="small, standard, or auto (small on cpu)."),
+    backend: str = typer.Option("auto", help="cpu, cuda, or auto (cuda when a GPU is visible)."),
+    out: Path | None = typer.Option(None, help="Run folder (default: a new temporary one)."),
 ) -> None:
-    """Evaluate every bundled example solution for the backend and show the results."""
+    """Watch a (replayed) agent write, fix, verify and profile a kernel for a bundled problem."""
     chosen = resolve_backend(backend)
-    examples = example_solutions(chosen)
-    results: list[tuple[str, EvalResult]] = []
-    options = EvalOptions(backend=chosen, baselines=parse_csv(baselines)).validate()
-    for i, (problem_id, path) in enumerate(examples, 1):
-        problem = resolve_problem(problem_id, resolve_size(size, chosen))
-        solution = load_solution(path)
-        shape = "workdir" if path.is_dir() else "single file"
-        tag = f"[{i}/{len(examples)}] {problem_id}"
-        with err_console.status(f"{tag} ({shape})") as status:
-            result = evaluate(problem, solution, options, progress=_status_updater(status, tag))
-        results.append((shape, result))
-        err_console.print(f"{tag}: reward {result.reward:g}")
-    table = Table(
-        title=f"bundled example solutions, {chosen} backend",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-        collapse_padding=True,
+    problem = resolve_problem(DEMO_PROBLEM, resolve_size("auto", chosen))
+    run_dir = out or Path(tempfile.mkdtemp(prefix="cuda-agent-demo-"))
+    err_console.print(EXPLANATION.format(problem=DEMO_PROBLEM))
+    config = EpisodeConfig(
+        backend=chosen, eval_options=EvalOptions(backend=chosen, keep_spare_worker=True)
     )
-    for column in ("problem", "solution", "verdict", "runtime", "x eager", "x compile", "reward"):
-        table.add_column(column, no_wrap=True)
-    for shape, r in results:
-        row = (
-            r.problem_id,
-            "workdir" if shape == "workdir" else "file",
-            verdict_text(r),
-            fmt_us(r.runtime_us),
-            fmt_x(r.speedup_eager),
-            fmt_x(r.speedup_compile),
-            f"{r.reward:g}",
-        )
-        table.add_row(*row)
-    out_console.print(table)
-    failed = [r for _, r in results if r.error is not None]
-    for r in failed:
-        err_console.print(
-            f"{r.problem_id}: {r.error.stage if r.error else ''}: "
-            f"{r.error.message if r.error else ''}"
-        )
-    if failed:
+    with ReplayServer(demo_script(chosen)) as server:
+        model = OpenAIChatModel("replay", server.base_url, "unused", max_retries=2, backoff_s=0.2)
+        with err_console.status(f"agent (replayed) working on {problem.id}, {chosen} backend"):
+            episode = run_episode(problem, DEMO_PROBLEM, model, run_dir, config)
+    render_episode(out_console, run_dir / "trajectory.jsonl", episode)
+    if episode.reward < 1:
         raise typer.Exit(1)
-
-
-def _status_updater(status: Status, tag: str) -> Callable[[str, str], None]:
-    def update(stage: str, text: str) -> None:
-        status.update(f"{tag}: {text}")
-
-    return update

@@ -7,16 +7,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from cuda_agent.core.types import EvalResult
-
-
-def fmt_us(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value / 1000:.3f} ms" if value >= 1000 else f"{value:.1f} us"
-
-
-def fmt_x(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}x"
+from cuda_agent.evaluator.feedback import fmt_us, fmt_x, profile_lines
 
 
 def verdict_text(result: EvalResult) -> str:
@@ -67,41 +58,6 @@ def render_result(console: Console, result: EvalResult) -> None:
                 expand=False,
             )
         )
-
-
-def profile_lines(result: EvalResult) -> list[str]:
-    """Plain-text per-kernel tables (candidate, eager, compile) and ncu metrics, for agents."""
-    profile = result.details.get("profile") or {}
-    lines: list[str] = []
-    for side in ("candidate", "eager", "compile"):
-        summary = profile.get(side)
-        if not summary:
-            continue
-        lines.append(
-            f"{side}: {summary['kernels']} kernel launches, "
-            f"{summary['total_us']:.1f} us of device time on {summary['streams']} stream(s)"
-        )
-        for row in summary["table"][:8]:
-            mark = " (yours)" if row.get("custom") else ""
-            lines.append(
-                f"  {row['total_us']:>10.1f} us  x{row['calls']:<3} {row['name'][:90]}{mark}"
-            )
-    ncu = profile.get("ncu")
-    if ncu and ncu.get("kernels"):
-        lines.append("ncu (your top kernels): duration, compute %, memory %, occupancy %, DRAM MB")
-        for k in ncu["kernels"][:5]:
-            dram_mb = k.get("dram_bytes", 0) / 1e6
-            lines.append(
-                f"  {k.get('duration_us', 0):>9.1f} us  compute {k.get('compute_pct', 0):5.1f}%  "
-                f"memory {k.get('memory_pct', 0):5.1f}%  "
-                f"occupancy {k.get('occupancy_pct', 0):5.1f}%  "
-                f"DRAM {dram_mb:8.1f}  {k['name'][:60]}"
-            )
-    elif ncu and ncu.get("error"):
-        lines.append(f"ncu: unavailable ({ncu['error']})")
-    if not lines:
-        lines.append("no kernel profile (the profile stage runs on the cuda backend)")
-    return lines
 
 
 def render_profile(console: Console, result: EvalResult) -> None:

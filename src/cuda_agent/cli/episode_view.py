@@ -1,0 +1,67 @@
+"""Readable summary of an episode: the tool calls turn by turn, then the harness's verdicts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.panel import Panel
+
+from cuda_agent.agent.trajectory import read_events
+from cuda_agent.evaluator.feedback import fmt_us, fmt_x
+from cuda_agent.rollout import Episode
+
+
+def render_episode(console: Console, trajectory: Path, episode: Episode) -> None:
+    lines = []
+    pending: dict[str, str] = {}
+    for event in read_events(trajectory):
+        message = event.get("message") or {}
+        if event.get("kind") == "message" and message.get("role") == "assistant":
+            for call in message.get("tool_calls") or []:
+                pending[call["id"]] = _describe_call(call["function"])
+            if not message.get("tool_calls"):
+                lines.append(f"[bold]final reply[/]: {str(message.get('content'))[:200]}")
+        elif event.get("kind") == "tool_result":
+            mark = "[red]x[/]" if event.get("is_error") else "[green]>[/]"
+            label = pending.get(str(message.get("tool_call_id")), "?")
+            lines.append(f"{mark} {label}  [dim]{_gist(message.get('content') or '')}[/]")
+    console.print(Panel("\n".join(lines) or "(no steps)", title="what the agent did", expand=False))
+    final, best = episode.final, episode.best
+    summary = [
+        f"exit: {episode.exit_reason} after {episode.turns} turns, "
+        f"{episode.context_tokens} tokens in context; sandbox: {episode.sandbox}",
+        f"final: {'correct' if final.correct else 'not correct'}, reward {final.reward:g}, "
+        f"runtime {fmt_us(final.runtime_us)}, x eager {fmt_x(final.speedup_eager)}, "
+        f"x compile {fmt_x(final.speedup_compile)}",
+    ]
+    if best is not None:
+        summary.append(
+            f"best verified: reward {best.reward:g}, x eager "
+            f"{fmt_x(best.speedup_eager)}, x compile {fmt_x(best.speedup_compile)}"
+        )
+    summary.append(f"episode reward (harness): {episode.reward:g}; files in {episode.out_dir}")
+    console.print(Panel("\n".join(summary), title="result", expand=False))
+
+
+def _describe_call(function: dict[str, str]) -> str:
+    try:
+        args = json.loads(function.get("arguments") or "{}")
+    except json.JSONDecodeError:
+        return f"{function.get('name')}(malformed arguments)"
+    name = function.get("name", "?")
+    if name == "bash":
+        return f"bash: {str(args.get('command'))[:60]}"
+    if "path" in args:
+        return f"{name} {args['path']}"
+    return name
+
+
+def _gist(output: str) -> str:
+    """The most telling lines of a tool's output (a verdict and the runtime, if any)."""
+    lines = [ln.split("\t", 1)[-1].strip() for ln in output.strip().splitlines() if ln.strip()]
+    keys = ("correctness:", "runtime:", "verify: FAILED", "compile: FAILED", "reward:")
+    telling = [ln for ln in lines if ln.startswith(keys)]
+    chosen = telling[:2] if telling else lines[:1]
+    return " | ".join(chosen)[:110]

@@ -1,0 +1,80 @@
+"""``cuda-agent solve PROBLEM``: run the agent on one problem, with any OpenAI-compatible model."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+
+from cuda_agent.agent.loop import AgentLimits
+from cuda_agent.agent.models import ChatModel, OpenAIChatModel, ScriptedModel
+from cuda_agent.agent.replays import load_script
+from cuda_agent.cli.common import (
+    err_console,
+    one_line_errors,
+    out_console,
+    print_json,
+    resolve_backend,
+    resolve_size,
+)
+from cuda_agent.cli.episode_view import render_episode
+from cuda_agent.core.errors import CudaAgentError
+from cuda_agent.evaluator.options import EvalOptions
+from cuda_agent.problems.sets import resolve_problem
+from cuda_agent.rollout import EpisodeConfig, run_episode
+
+
+@one_line_errors
+def solve_command(
+    problem: str = typer.Argument(..., help="A bundled problem id or a problem file."),
+    out: Path = typer.Option(..., "--out", help="Run folder (trajectory, result, best/)."),
+    model: str = typer.Option("", help="Model name at the endpoint."),
+    base_url: str = typer.Option("", help="OpenAI-compatible base URL, e.g. http://host:8000/v1"),
+    api_key_env: str = typer.Option("OPENAI_API_KEY", help="Variable holding the API key."),
+    replay: Path | None = typer.Option(None, help="Replay turns from a script or trajectory."),
+    backend: str = typer.Option("auto", help="cpu, cuda, or auto."),
+    size: str = typer.Option("auto", help="small, standard, or auto (small on cpu)."),
+    max_turns: int = typer.Option(200, help="Turn limit (the paper: 200 eval, 150 train)."),
+    context_tokens: int = typer.Option(131072, help="Context-token budget."),
+    max_output_tokens: int = typer.Option(16384, help="Output cap per turn."),
+    wall_clock: float = typer.Option(6 * 3600.0, help="Wall-clock limit, seconds."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the run in --out."),
+    as_json: bool = typer.Option(False, "--json", help="Print result.json on stdout."),
+) -> None:
+    """Run the agent on PROBLEM in a fresh workspace; the harness scores the result."""
+    chosen = resolve_backend(backend)
+    prob = resolve_problem(problem, resolve_size(size, chosen))
+    chat = make_model(model, base_url, api_key_env, replay)
+    if out.exists() and any(out.iterdir()) and not resume:
+        raise CudaAgentError(f"{out}: folder exists and is not empty (use --resume or another)")
+    limits = AgentLimits(
+        max_turns=max_turns,
+        context_tokens=context_tokens,
+        max_output_tokens=max_output_tokens,
+        wall_clock_s=wall_clock,
+    )
+    config = EpisodeConfig(
+        backend=chosen,
+        limits=limits,
+        eval_options=EvalOptions(backend=chosen, keep_spare_worker=True),
+    )
+    spec = problem if not Path(problem).exists() else str(Path(problem).resolve())
+    with err_console.status(f"agent working on {prob.id} ({chosen}) -> {out}"):
+        episode = run_episode(prob, spec, chat, out, config, resume=resume)
+    if as_json:
+        print_json({"problem": prob.id, **episode.to_dict()})
+    else:
+        render_episode(out_console, out / "trajectory.jsonl", episode)
+
+
+def make_model(model: str, base_url: str, api_key_env: str, replay: Path | None) -> ChatModel:
+    if replay is not None:
+        if not replay.exists():
+            raise CudaAgentError(f"{replay}: no such replay file")
+        return ScriptedModel(load_script(replay), name=f"replay:{replay.name}")
+    if not model or not base_url:
+        raise CudaAgentError(
+            "give --model and --base-url (an OpenAI-compatible endpoint), or --replay FILE"
+        )
+    return OpenAIChatModel(model, base_url, os.environ.get(api_key_env, ""))
