@@ -1,0 +1,104 @@
+"""The persistent shell and the sandbox, with real processes."""
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from cuda_agent.agent.sandbox import Sandbox, SandboxPolicy, bwrap_usable
+from cuda_agent.agent.shell import PersistentShell
+
+needs_bwrap = pytest.mark.skipif(not bwrap_usable(), reason="bubblewrap is not usable here")
+
+
+def shell(tmp_path: Path, use_bwrap: bool, **policy: object) -> PersistentShell:
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    sandbox = Sandbox(
+        SandboxPolicy(workdir=work, tmpdir=tmp_path / "tmp", **policy),  # type: ignore[arg-type]
+        use_bwrap=use_bwrap,
+    )
+    return PersistentShell(sandbox)
+
+
+@pytest.mark.parametrize("use_bwrap", [pytest.param(True, marks=needs_bwrap), False])
+def test_state_persists_and_exit_codes_come_back(tmp_path: Path, use_bwrap: bool) -> None:
+    sh = shell(tmp_path, use_bwrap)
+    try:
+        assert sh.run("mkdir -p sub && cd sub && export X=42", 10).exit_code == 0
+        result = sh.run("pwd; echo $X; false", 10)
+        assert result.output.splitlines() == [str(tmp_path / "work" / "sub"), "42"]
+        assert result.exit_code == 1
+        assert sh.run("cat", 5).exit_code == 0  # stdin is /dev/null: no hang
+    finally:
+        sh.close()
+
+
+@pytest.mark.parametrize("use_bwrap", [pytest.param(True, marks=needs_bwrap), False])
+def test_timeout_kills_the_command_and_restarts_the_shell(tmp_path: Path, use_bwrap: bool) -> None:
+    sh = shell(tmp_path, use_bwrap)
+    try:
+        marker = tmp_path / "work" / "late"
+        result = sh.run(f"sleep 30; touch {marker}", 1.5)
+        assert result.timed_out and result.exit_code is None
+        again = sh.run("echo alive", 10)
+        assert again.restarted and again.output.strip() == "alive"
+    finally:
+        sh.close()
+    assert not marker.exists()
+
+
+def test_environment_is_clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SECRET_TOKEN", "hunter2")
+    sh = shell(tmp_path, use_bwrap=False)
+    try:
+        assert "SECRET_TOKEN" not in sh.run("env", 10).output
+    finally:
+        sh.close()
+
+
+@needs_bwrap
+def test_writes_outside_the_workdir_fail(tmp_path: Path) -> None:
+    outside = Path("/var/tmp") / f"cuda-agent-test-{os.getpid()}.txt"  # outside /tmp and work
+    sh = shell(tmp_path, use_bwrap=True)
+    try:
+        result = sh.run(f"echo pwned > {outside}; touch /tmp/ok && echo tmp-ok", 10)
+    finally:
+        sh.close()
+    assert not outside.exists()
+    assert "Read-only file system" in result.output and "tmp-ok" in result.output
+    assert (tmp_path / "tmp" / "ok").exists()  # the private /tmp is the policy's tmpdir
+
+
+@needs_bwrap
+def test_no_network_inside(tmp_path: Path) -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    port = listener.getsockname()[1]
+    sh = shell(tmp_path, use_bwrap=True)
+    try:
+        code = (
+            f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3); "
+            "print('connected')"
+        )
+        result = sh.run(f'python3 -c "{code}"', 20)
+    finally:
+        sh.close()
+        listener.close()
+    assert "connected" not in result.output
+    assert result.exit_code != 0
+
+
+@needs_bwrap
+def test_hidden_paths_are_empty(tmp_path: Path) -> None:
+    secret = tmp_path / "cache"
+    secret.mkdir()
+    (secret / "baseline.json").write_text("{}")
+    sh = shell(tmp_path, use_bwrap=True, hidden=(secret,))
+    try:
+        assert sh.run(f"ls -A {secret} | wc -l", 10).output.strip() == "0"
+    finally:
+        sh.close()
+    assert os.path.exists(secret / "baseline.json")
