@@ -41,6 +41,15 @@ class SandboxPolicy:
     bind_rw: tuple[Path, ...] = ()
 
 
+def _python_roots() -> list[str]:
+    """Where this Python, its packages and cuda_agent live (the sandbox must see them)."""
+    import cuda_agent
+
+    roots = {sys.prefix, sys.base_prefix, str(Path(cuda_agent.__file__).resolve().parents[1])}
+    roots.update(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)
+    return sorted(r for r in roots if os.path.isdir(r))
+
+
 @functools.lru_cache(maxsize=1)
 def bwrap_usable() -> bool:
     """True when ``bwrap`` exists and can create the namespaces we ask for here."""
@@ -119,6 +128,8 @@ class Sandbox:
             str(p.tmpdir),
             "/tmp",
         ]
+        for path in _python_roots():  # visible again if they live under the replaced /tmp
+            args += ["--ro-bind", path, path]
         for hidden in p.hidden:
             if hidden.exists():
                 args += ["--tmpfs", str(hidden)]
