@@ -128,8 +128,8 @@ class Sandbox:
             str(p.tmpdir),
             "/tmp",
         ]
-        for path in _python_roots():  # visible again if they live under the replaced /tmp
-            args += ["--ro-bind", path, path]
+        for root in _python_roots():  # visible again if they live under the replaced /tmp
+            args += ["--ro-bind", root, root]
         for hidden in p.hidden:
             if hidden.exists():
                 args += ["--tmpfs", str(hidden)]
