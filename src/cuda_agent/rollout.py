@@ -21,7 +21,6 @@ from typing import Any
 from cuda_agent.agent.loop import AgentLimits, run_loop
 from cuda_agent.agent.models import ChatModel
 from cuda_agent.agent.prompts import SYSTEM_PROMPT, task_prompt
-from cuda_agent.agent.sandbox import Sandbox, SandboxPolicy
 from cuda_agent.agent.shell import PersistentShell
 from cuda_agent.agent.tool_server import ToolServer
 from cuda_agent.agent.tools.base import ToolContext
@@ -34,6 +33,7 @@ from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import evaluate
 from cuda_agent.solutions.loader import load_solution
 from cuda_agent.workspace.init import init_workspace
+from cuda_agent.workspace.sandbox import Sandbox, SandboxPolicy
 from cuda_agent.workspace.tool_client import SOCKET_ENV
 
 

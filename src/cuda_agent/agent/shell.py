@@ -18,7 +18,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 
-from cuda_agent.agent.sandbox import Sandbox
+from cuda_agent.workspace.sandbox import Sandbox
 
 MAX_CAPTURE = 4 << 20  # bytes of output kept per command (the rest is dropped in the middle)
 

@@ -37,7 +37,13 @@ def find_ncu() -> str | None:
     return None
 
 
-def ncu_metrics(request: WorkerRequest, scratch: Path, timeout_s: float = 300.0) -> dict[str, Any]:
+def ncu_metrics(
+    request: WorkerRequest,
+    scratch: Path,
+    files: dict[str, str],
+    sandboxed: bool = False,
+    timeout_s: float = 300.0,
+) -> dict[str, Any]:
     """``{"kernels": [...]}`` for the candidate's kernels, or ``{"error": ...}``."""
     ncu = find_ncu()
     if ncu is None:
@@ -63,7 +69,13 @@ def ncu_metrics(request: WorkerRequest, scratch: Path, timeout_s: float = 300.0)
     ]
     request.mode = "profile_run"
     outcome = run_worker(
-        request, timeout_s=timeout_s, scratch=scratch, env=worker_env(), prefix=prefix
+        request,
+        timeout_s=timeout_s,
+        scratch=scratch,
+        env=worker_env(),
+        prefix=prefix,
+        files=files,
+        sandboxed=sandboxed,
     )
     text = log.read_text(errors="replace") if log.exists() else ""
     kernels = parse_ncu_csv(text)

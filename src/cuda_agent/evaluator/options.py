@@ -31,6 +31,7 @@ class EvalOptions:
     precision: str = "ieee"
     profile: bool = False
     keep_spare_worker: bool = False
+    sandbox: bool = True  # run the candidate's process in bubblewrap when it is usable
     timing: TimingOptions = field(default_factory=TimingOptions)
 
     def validate(self) -> EvalOptions:

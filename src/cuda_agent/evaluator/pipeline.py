@@ -115,11 +115,6 @@ def _run_candidate(
     scratch: Path,
     notify: Progress,
 ) -> WorkerOutcome:
-    root = ensure_dir(scratch / "solution")
-    for rel, text in solution.files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
     prebuilt = None
     if solution.kind is SolutionKind.WORKDIR and builds and builds[0].module_path:
         prebuilt = str(builds[0].module_path)
@@ -131,7 +126,7 @@ def _run_candidate(
         problem_source=problem.source,
         seed=seed,
         solution_kind=solution.kind.value,
-        solution_root=str(root),
+        solution_root="",  # set by run_worker: the files go to the worker's own folder
         solution_entry=solution.entry_file,
         prebuilt_module=prebuilt,
         trials=opts.trials,
@@ -156,6 +151,8 @@ def _run_candidate(
         scratch=scratch / "worker",
         on_event=on_event,
         spares=spare_workers() if opts.keep_spare_worker else None,
+        files=solution.files,
+        sandboxed=opts.sandbox,
     )
     if (
         opts.profile
@@ -165,7 +162,9 @@ def _run_candidate(
     ):
         notify("profile", "Nsight Compute metrics")
         record = outcome.record
-        record.setdefault("profile", {})["ncu"] = ncu_metrics(request, scratch / "ncu")
+        record.setdefault("profile", {})["ncu"] = ncu_metrics(
+            request, scratch / "ncu", solution.files, opts.sandbox
+        )
     return outcome
 
 

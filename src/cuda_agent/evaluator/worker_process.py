@@ -25,9 +25,13 @@ from pathlib import Path
 from typing import Any
 
 import cuda_agent
+from cuda_agent.core.paths import builds_dir
+from cuda_agent.evaluator.build.builder import PRIVATE_BUILDS_ENV
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
+from cuda_agent.workspace.sandbox import Sandbox, SandboxPolicy
 
 TAIL_BYTES = 4000
+EXIT_GRACE_S = 5.0
 
 
 @dataclass
@@ -45,6 +49,8 @@ class WorkerOutcome:
         if self.timed_out:
             return "timed out"
         code = self.returncode
+        if code is not None and 128 < code <= 128 + 64:  # the sandbox reports 128 + signal
+            code = 128 - code
         if code is not None and code < 0:
             with contextlib.suppress(ValueError):
                 return f"was killed by {signal.Signals(-code).name}"
@@ -76,34 +82,67 @@ class WorkerHandle:
 
 
 def spawn_worker(
-    backend: str, env: dict[str, str], folder: Path, prefix: list[str] | None = None
+    backend: str,
+    env: dict[str, str],
+    folder: Path,
+    prefix: list[str] | None = None,
+    sandboxed: bool = False,
 ) -> WorkerHandle:
-    """Start a worker that imports torch (and, for cuda, creates its context) right away."""
+    """Start a worker that imports torch (and, for cuda, creates its context) right away.
+
+    ``sandboxed``: inside bubblewrap (when usable) with only ``folder`` writable, no network,
+    its own PID namespace, and the shared build cache read-only (``worker_sandbox``).
+    """
     folder.mkdir(parents=True, exist_ok=True)
     read_fd, write_fd = os.pipe()
+    argv = [
+        *(prefix or []),
+        sys.executable,
+        "-m",
+        "cuda_agent.evaluator.worker",
+        f"--backend={backend}",
+        f"--ready-fd={write_fd}",
+    ]
     with (
         open(folder / "worker.stdout", "wb") as out_file,
         open(folder / "worker.stderr", "wb") as err_file,
     ):
-        proc = subprocess.Popen(
-            [
-                *(prefix or []),
-                sys.executable,
-                "-m",
-                "cuda_agent.evaluator.worker",
-                f"--backend={backend}",
-                f"--ready-fd={write_fd}",
-            ],
-            stdin=subprocess.PIPE,
-            stdout=out_file,
-            stderr=err_file,
-            pass_fds=(write_fd,),
-            start_new_session=True,
-            cwd=folder,
-            env=env,
+        common: dict[str, Any] = dict(
+            stdin=subprocess.PIPE, stdout=out_file, stderr=err_file, pass_fds=(write_fd,)
         )
+        if sandboxed:
+            proc = worker_sandbox(backend, env, folder).popen(argv, **common)
+        else:
+            proc = subprocess.Popen(argv, start_new_session=True, cwd=folder, env=env, **common)
     os.close(write_fd)
-    return WorkerHandle(proc, read_fd, write_fd, folder, _env_key(backend, env))
+    return WorkerHandle(proc, read_fd, write_fd, folder, _env_key(backend, env, sandboxed))
+
+
+def worker_sandbox(backend: str, env: dict[str, str], folder: Path) -> Sandbox:
+    """The evaluation worker's sandbox: candidate code can write only its own folder."""
+    private = folder / "private"
+    (private / "builds").mkdir(parents=True, exist_ok=True)
+    extra = {
+        "HOME": str(private),
+        "XDG_CACHE_HOME": str(private / "cache"),
+        "TRITON_CACHE_DIR": str(private / "triton"),
+        "TORCHINDUCTOR_CACHE_DIR": str(private / "inductor"),
+        PRIVATE_BUILDS_ENV: str(private / "builds"),
+    }
+    policy = SandboxPolicy(
+        workdir=folder,
+        tmpdir=private / "tmp",
+        network=False,
+        cpu_seconds=4 * 3600,
+        address_space_bytes=None if backend == "cuda" else 64 << 30,
+        file_size_bytes=4 << 30,
+        open_files=8192,
+        bind_ro=(builds_dir(),),
+        gpu=backend == "cuda",
+        inherit_env=True,
+        extra_env={**env, **extra},
+    )
+    return Sandbox(policy)
 
 
 class SpareWorkers:
@@ -116,14 +155,14 @@ class SpareWorkers:
         self._spares: dict[str, WorkerHandle] = {}
         atexit.register(self.close)
 
-    def take(self, backend: str, env: dict[str, str]) -> WorkerHandle:
-        key = _env_key(backend, env)
+    def take(self, backend: str, env: dict[str, str], sandboxed: bool = False) -> WorkerHandle:
+        key = _env_key(backend, env, sandboxed)
         handle = self._spares.pop(key, None)
         if handle is None or handle.proc.poll() is not None:
             if handle is not None:
                 _discard(handle)
-            handle = spawn_worker(backend, env, self._folder())
-        self._spares[key] = spawn_worker(backend, env, self._folder())
+            handle = spawn_worker(backend, env, self._folder(), sandboxed=sandboxed)
+        self._spares[key] = spawn_worker(backend, env, self._folder(), sandboxed=sandboxed)
         return handle
 
     def wait_ready(self, timeout_s: float = 120.0) -> bool:
@@ -158,13 +197,26 @@ def run_worker(
     on_event: Callable[[dict[str, Any]], None] | None = None,
     spares: SpareWorkers | None = None,
     prefix: list[str] | None = None,
+    files: dict[str, str] | None = None,
+    sandboxed: bool = False,
 ) -> WorkerOutcome:
-    """Send ``request`` to a fresh worker (a spare one if given) and collect its record."""
+    """Send ``request`` to a fresh worker (a spare one if given) and collect its record.
+
+    ``files`` (relative path -> text) are written to the worker's own folder first and become
+    the request's ``solution_root``: the only place a sandboxed worker can write.
+    """
     env = env or worker_env()
     if spares is not None and not prefix:
-        handle = spares.take(request.backend, env)
+        handle = spares.take(request.backend, env, sandboxed)
     else:
-        handle = spawn_worker(request.backend, env, scratch, prefix)
+        handle = spawn_worker(request.backend, env, scratch, prefix, sandboxed)
+    if files is not None:
+        root = handle.folder / "solution"
+        for rel, text in files.items():
+            path = root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        request.solution_root = str(root)
     request.result_fd = handle.child_fd
     request.nonce = secrets.token_hex(16)
     start = time.monotonic()
@@ -178,12 +230,18 @@ def run_worker(
         _read_records(handle.read_fd, request.nonce, start + timeout_s, outcome, on_event)
     finally:
         os.close(handle.read_fd)
-        if outcome.timed_out or outcome.record is None:
+        if outcome.timed_out:
             _kill_group(proc)
+        # a worker that closed its pipe is exiting: let it, so its signal can be reported
+        grace = (
+            EXIT_GRACE_S
+            if outcome.record is None
+            else max(1.0, start + timeout_s - time.monotonic())
+        )
         try:
-            outcome.returncode = proc.wait(timeout=max(1.0, start + timeout_s - time.monotonic()))
+            outcome.returncode = proc.wait(timeout=grace)
         except subprocess.TimeoutExpired:
-            outcome.timed_out = True
+            outcome.timed_out = outcome.record is not None or outcome.timed_out
             _kill_group(proc)
             outcome.returncode = proc.wait()
         _kill_group(proc)  # nothing the candidate left behind survives the evaluation
@@ -204,8 +262,9 @@ def _discard(handle: WorkerHandle) -> None:
     shutil.rmtree(handle.folder, ignore_errors=True)
 
 
-def _env_key(backend: str, env: dict[str, str]) -> str:
-    return backend + "\0" + "\0".join(f"{k}={v}" for k, v in sorted(env.items()))
+def _env_key(backend: str, env: dict[str, str], sandboxed: bool) -> str:
+    items = "\0".join(f"{k}={v}" for k, v in sorted(env.items()))
+    return f"{backend}\0{sandboxed}\0{items}"
 
 
 def _read_records(

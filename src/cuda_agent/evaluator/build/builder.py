@@ -38,6 +38,7 @@ from cuda_agent.evaluator.build.spec import ExtensionSpec, SourceFile
 from cuda_agent.evaluator.build.toolchain import Toolchain, ToolchainError, discover
 
 BUILDER_VERSION = "2"
+PRIVATE_BUILDS_ENV = "CUDA_AGENT_PRIVATE_BUILDS"  # where to build when the cache is read-only
 NAME_HEADER = ".ca_extension_name.h"
 MAX_LOG_CHARS = 65536
 
@@ -96,7 +97,7 @@ def build_extension(
     if not spec.translation_units:
         result.error = "nothing to compile: no .cpp or .cu source files"
         return result
-    root = ensure_dir(builds_dir())
+    root = _writable_root(builds_dir())
     try:
         units = [_plan_unit(spec, toolchain, src, root) for src in spec.translation_units]
     except ToolchainError as err:
@@ -110,6 +111,9 @@ def build_extension(
         *spec.ldflags,
     )
     final = root / "ext" / result.key / f"{spec.name}.so"
+    shared = builds_dir() / "ext" / result.key / f"{spec.name}.so"
+    if shared.exists():  # a read-only shared cache (sandboxed worker) still serves hits
+        final = shared
     deadline = start + timeout_s
     if final.exists():
         result.ok, result.cached, result.module_path = True, True, final
@@ -125,17 +129,35 @@ def build_extension(
     return result
 
 
+def _writable_root(shared: Path) -> Path:
+    """The shared cache, or this process's private one when the shared cache is read-only."""
+    private = os.environ.get(PRIVATE_BUILDS_ENV)
+    try:
+        ensure_dir(shared)
+        if os.access(shared, os.W_OK):
+            return shared
+    except OSError:
+        pass
+    if private:
+        return ensure_dir(Path(private))
+    return ensure_dir(shared)
+
+
 def _plan_unit(spec: ExtensionSpec, toolchain: Toolchain, src: SourceFile, root: Path) -> _Unit:
+    """The unit's command and its cache key (which never depends on where the cache lives)."""
     pch: Path | None = None
     base: list[str] | None = None
     if src.is_cuda:
         command = toolchain.nvcc_command(spec.cuda_cflags, spec.name)
+        keyed = command
     else:
         base = toolchain.cxx_command(spec.cflags)
-        command = [*base, "-include", NAME_HEADER]
+        command = keyed = [*base, "-include", NAME_HEADER]
         if wants_pch(src.text):
-            pch = pch_header(root, _digest(BUILDER_VERSION, toolchain.identity, *base))
+            pch_key = _digest(BUILDER_VERSION, toolchain.identity, *base)
+            pch = pch_header(root, pch_key)
             command = [*base, "-include", str(pch), "-include", NAME_HEADER]
+            keyed = [*base, "-include", f"<pch:{pch_key}>", "-include", NAME_HEADER]
     header_hash = _digest(*(f"{h.name}\0{h.text}" for h in spec.headers))
     native = any(flag.startswith(("-march=native", "-mtune=native")) for flag in command)
     host = toolchain.host_cpu if native else ""
@@ -147,7 +169,7 @@ def _plan_unit(spec: ExtensionSpec, toolchain: Toolchain, src: SourceFile, root:
         src.name,
         src.text,
         header_hash,
-        *command,
+        *keyed,
     )
     return _Unit(src, command, key, root / "obj" / f"{key}.o", pch, base)
 

@@ -1,12 +1,13 @@
-"""Run the agent's shell commands in a sandbox.
+"""Run untrusted processes in a sandbox: the agent's shell, and the evaluation worker.
 
 With bubblewrap (``bwrap``) usable: the whole file system read-only, except the workdir and a
-private ``/tmp``; the evaluator's cache hidden behind an empty tmpfs; no network (own network
-namespace); own PID namespace and session; a clean environment; killed with its parent.
-Without it: the command runs in its own process group with the same clean environment and
-resource limits, a warning is logged once, and only the file tools' path checks keep writes in
-the workdir. In both modes CPU time, address space, file size and open files are limited with
-rlimits, and a command that outlives its timeout is killed with its whole process group.
+private ``/tmp``; chosen paths hidden behind an empty tmpfs (the evaluator's cache, for the
+agent); no network (own network namespace); own PID namespace and session; killed with its
+parent; GPU device files only when the policy asks for them. Without it: the process runs in
+its own process group with the same limits, a warning is logged once, and nothing confines its
+file-system or network access. In both modes CPU time, address space (unless the policy lifts
+it, as CUDA needs), file size and open files are limited with rlimits, and the caller kills
+the whole process group at its deadline.
 """
 
 from __future__ import annotations
@@ -33,12 +34,15 @@ class SandboxPolicy:
     tmpdir: Path
     network: bool = False
     cpu_seconds: int = 900
-    address_space_bytes: int = 32 << 30
+    address_space_bytes: int | None = 32 << 30  # None: unlimited (CUDA reserves huge ranges)
     file_size_bytes: int = 2 << 30
     open_files: int = 1024
     hidden: tuple[Path, ...] = ()
     extra_env: dict[str, str] = field(default_factory=dict)
     bind_rw: tuple[Path, ...] = ()
+    bind_ro: tuple[Path, ...] = ()
+    gpu: bool = False  # expose /dev (GPU device files) instead of a minimal /dev
+    inherit_env: bool = False  # keep the caller's environment instead of a clean one
 
 
 def _python_roots() -> list[str]:
@@ -95,6 +99,8 @@ class Sandbox:
                 _warned_fallback = True
 
     def environment(self) -> dict[str, str]:
+        if self.policy.inherit_env:
+            return {**os.environ, **self.policy.extra_env}
         bin_dirs = [str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]
         env = {
             "PATH": os.pathsep.join(dict.fromkeys(bin_dirs)),
@@ -115,13 +121,13 @@ class Sandbox:
         if self.mode != "bwrap":
             return argv
         p = self.policy
+        dev = ["--dev-bind", "/dev", "/dev"] if p.gpu else ["--dev", "/dev"]
         args = [
             "bwrap",
             "--ro-bind",
             "/",
             "/",
-            "--dev",
-            "/dev",
+            *dev,
             "--proc",
             "/proc",
             "--bind",
@@ -130,6 +136,9 @@ class Sandbox:
         ]
         for root in _python_roots():  # visible again if they live under the replaced /tmp
             args += ["--ro-bind", root, root]
+        for path in p.bind_ro:
+            if path.exists():
+                args += ["--ro-bind", str(path), str(path)]
         for hidden in p.hidden:
             if hidden.exists():
                 args += ["--tmpfs", str(hidden)]
@@ -144,10 +153,11 @@ class Sandbox:
             "--new-session",
             "--chdir",
             str(p.workdir),
-            "--clearenv",
         ]
-        for key, value in self.environment().items():
-            args += ["--setenv", key, value]
+        if not p.inherit_env:
+            args.append("--clearenv")
+            for key, value in self.environment().items():
+                args += ["--setenv", key, value]
         return [*args, *argv]
 
     def limits(self) -> None:
@@ -156,7 +166,7 @@ class Sandbox:
         os.setsid()
         for limit, value in (
             (resource.RLIMIT_CPU, p.cpu_seconds),
-            (resource.RLIMIT_AS, p.address_space_bytes),
+            (resource.RLIMIT_AS, p.address_space_bytes or resource.RLIM_INFINITY),
             (resource.RLIMIT_FSIZE, p.file_size_bytes),
             (resource.RLIMIT_NOFILE, p.open_files),
             (resource.RLIMIT_CORE, 0),
