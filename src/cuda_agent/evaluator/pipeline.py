@@ -245,6 +245,8 @@ def _finish(result: EvalResult, opts: EvalOptions, error: StageError | None) -> 
     result.error = error
     if error is not None:
         result.correct = False
+        if not result.flags:  # every failed evaluation names what failed
+            result.flags.append(f"{error.stage}_failed")
     if result.correct and result.runtime_us:
         if result.eager_us:
             result.speedup_eager = result.eager_us / result.runtime_us

@@ -32,6 +32,7 @@ class Comparison:
     message: str = ""
     max_abs_error: float = 0.0
     max_rel_error: float = 0.0
+    kind: str = ""  # what differs: structure, type, shape, dtype, device, stride, nan, inf, ...
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -52,6 +53,7 @@ def compare(
             return Comparison(
                 False,
                 f"{path}: expected a sequence of {len(reference)} items, got {_kind(candidate)}",
+                kind="structure",
             )
         worst = Comparison(True)
         for i, (r, c) in enumerate(zip(reference, candidate, strict=True)):
@@ -62,7 +64,9 @@ def compare(
         return worst
     if isinstance(reference, dict):
         if not isinstance(candidate, dict) or set(candidate) != set(reference):
-            return Comparison(False, f"{path}: expected a dict with keys {sorted(reference)}")
+            return Comparison(
+                False, f"{path}: expected a dict with keys {sorted(reference)}", kind="structure"
+            )
         worst = Comparison(True)
         for key in reference:
             sub = compare(reference[key], candidate[key], atol, rtol, f"{path}[{key!r}]")
@@ -75,9 +79,11 @@ def compare(
             math.isnan(reference) and math.isnan(candidate)
         ):
             return Comparison(True)
-        return Comparison(False, f"{path}: expected {reference!r}, got {candidate!r}")
+        return Comparison(False, f"{path}: expected {reference!r}, got {candidate!r}", kind="value")
     if type(candidate) is not type(reference) or candidate != reference:
-        return Comparison(False, f"{path}: expected {reference!r}, got {_kind(candidate)}")
+        return Comparison(
+            False, f"{path}: expected {reference!r}, got {_kind(candidate)}", kind="value"
+        )
     return Comparison(True)
 
 
@@ -85,13 +91,19 @@ def _compare_tensor(
     ref: torch.Tensor, cand: Any, atol: float, rtol: float, path: str
 ) -> Comparison:
     if type(cand) is not _Tensor and type(cand) is not type(ref):
-        return Comparison(False, f"{path}: expected a plain torch.Tensor, got {_kind(cand)}")
+        return Comparison(
+            False, f"{path}: expected a plain torch.Tensor, got {_kind(cand)}", kind="type"
+        )
     if tuple(cand.shape) != tuple(ref.shape):
-        return Comparison(False, f"{path}: shape {list(cand.shape)}, expected {list(ref.shape)}")
+        return Comparison(
+            False, f"{path}: shape {list(cand.shape)}, expected {list(ref.shape)}", kind="shape"
+        )
     if cand.dtype != ref.dtype:
-        return Comparison(False, f"{path}: dtype {cand.dtype}, expected {ref.dtype}")
+        return Comparison(False, f"{path}: dtype {cand.dtype}, expected {ref.dtype}", kind="dtype")
     if cand.device != ref.device:
-        return Comparison(False, f"{path}: on device {cand.device}, expected {ref.device}")
+        return Comparison(
+            False, f"{path}: on device {cand.device}, expected {ref.device}", kind="device"
+        )
     for dim, (size, c_stride, r_stride) in enumerate(
         zip(cand.shape, cand.stride(), ref.stride(), strict=True)
     ):
@@ -100,6 +112,7 @@ def _compare_tensor(
                 False,
                 f"{path}: dimension {dim} is a broadcast view (stride 0); "
                 "return a materialised tensor",
+                kind="stride",
             )
     if ref.numel() == 0:
         return Comparison(True)
@@ -110,6 +123,7 @@ def _compare_tensor(
                 False,
                 f"{path}: {mismatched} of {ref.numel()} elements differ "
                 "(exact match required for this dtype)",
+                kind="exact",
             )
         return Comparison(True)
     return _compare_floats(ref, cand, atol, rtol, path)
@@ -158,10 +172,12 @@ def _compare_floats(
             if nan_in_candidate
             else "a number where the reference is NaN"
         )
-        return Comparison(False, f"{path}: {where} ({nan_mismatch} elements)")
+        return Comparison(False, f"{path}: {where} ({nan_mismatch} elements)", kind="nan")
     if inf_mismatch:
         return Comparison(
-            False, f"{path}: infinities differ from the reference ({inf_mismatch} elements)"
+            False,
+            f"{path}: infinities differ from the reference ({inf_mismatch} elements)",
+            kind="inf",
         )
     if n_bad:
         index = _unravel(worst[1], tuple(ref.shape))
@@ -172,6 +188,7 @@ def _compare_floats(
             f"{list(index)}: expected {worst[2]:.6g}, got {worst[3]:.6g}",
             max_abs,
             max_rel,
+            kind="value",
         )
     return Comparison(True, "", max_abs, max_rel)
 

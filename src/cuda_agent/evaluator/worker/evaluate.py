@@ -36,6 +36,7 @@ from cuda_agent.evaluator.worker.guards import (
     OpRecorder,
     forbidden_ops,
     prime_recorder,
+    set_compile_disabled,
     thread_count,
 )
 from cuda_agent.evaluator.worker.kernels import (
@@ -112,6 +113,7 @@ def _evaluate(
     device.synchronize()
     phases.mark("reference_and_inputs")
     prime_recorder()
+    set_compile_disabled(req.policy == "strict")
     state = GlobalState()
     identities = FunctionIdentities()
     threads_before = thread_count()
@@ -189,7 +191,9 @@ def _verify(
             device.synchronize()
         except Exception as err:
             raise Verdict(
-                "verify", f"trial {k + 1}: ModelNew.forward raised {describe_exception(err, files)}"
+                "verify",
+                f"trial {k + 1}: ModelNew.forward raised {describe_exception(err, files)}",
+                ["forward_raised"],
             ) from None
         snapshot = clone_nested(out)
         del out
@@ -216,7 +220,11 @@ def _verify(
         verdict = compare(expected, snapshot, req.atol, req.rtol)
         trials.append({"trial": k + 1, **verdict.as_dict()})
         if not verdict.ok:
-            raise Verdict("verify", f"trial {k + 1} of {len(ref.verify_sets)}: {verdict.message}")
+            raise Verdict(
+                "verify",
+                f"trial {k + 1} of {len(ref.verify_sets)}: {verdict.message}",
+                [f"output_mismatch:{verdict.kind}"],
+            )
     return trials, all_ops
 
 

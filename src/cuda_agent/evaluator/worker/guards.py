@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections import Counter
 from typing import Any
 
@@ -138,6 +139,7 @@ class GlobalState:
             "cudnn_tf32": torch.backends.cudnn.allow_tf32,
             "cudnn_benchmark": torch.backends.cudnn.benchmark,
             "cudnn_deterministic": torch.backends.cudnn.deterministic,
+            "compile_disabled": _dynamo_disabled(),
         }
         return state
 
@@ -159,6 +161,21 @@ class GlobalState:
         torch.backends.cudnn.allow_tf32 = v["cudnn_tf32"]
         torch.backends.cudnn.benchmark = v["cudnn_benchmark"]
         torch.backends.cudnn.deterministic = v["cudnn_deterministic"]
+        set_compile_disabled(v["compile_disabled"])
+
+
+def _dynamo_disabled() -> bool:
+    import torch._dynamo
+
+    return bool(torch._dynamo.config.disable)
+
+
+def set_compile_disabled(disabled: bool) -> None:
+    """Under ``strict``, ``torch.compile`` inside ModelNew runs eagerly: its work then shows up
+    as ATen ops the policy judges, instead of hiding in generated kernels."""
+    import torch._dynamo
+
+    torch._dynamo.config.disable = disabled
 
 
 _WATCHED = (
@@ -184,6 +201,10 @@ _WATCHED = (
     (torch.cuda.Event, "elapsed_time"),
     (torch.cuda.Event, "synchronize"),
     (torch.testing, "assert_close"),
+    (time, "perf_counter"),
+    (time, "perf_counter_ns"),
+    (time, "monotonic"),
+    (time, "time"),
 )
 
 

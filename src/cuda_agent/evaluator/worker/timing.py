@@ -2,8 +2,9 @@
 
 Protocol (one round = one call of each side, order alternating A B / B A):
 
-* every call gets a fresh clone of one of several input sets (rotating), so caching on
-  pointers or content across calls does not pay; clones are made outside the timed region;
+* every round draws one of several input sets (rotating) and scales its floating tensors by a
+  fresh factor near 1, and each call gets its own clone, so caching on pointers or content
+  across calls does not pay; all of this happens outside the timed region;
 * the device's cache is flushed before every timed call;
 * warm-up by time (``warmup_ms`` and ``warmup_calls`` for each side) before any sample;
 * a random subset of rounds (``check_fraction``, plus the first and last) compares the
@@ -30,7 +31,7 @@ from typing import Any
 from cuda_agent.evaluator.worker.compare import compare
 from cuda_agent.evaluator.worker.device import Device
 from cuda_agent.evaluator.worker.protocol import TimingOptions
-from cuda_agent.evaluator.worker.tensors import clone_nested
+from cuda_agent.evaluator.worker.tensors import clone_nested, map_tensors
 
 
 @dataclass
@@ -96,7 +97,7 @@ def time_interleaved(
     samples_r: list[float] = []
     round_no = 0
     while True:
-        inputs = input_sets[round_no % len(input_sets)]
+        inputs = perturbed(input_sets[round_no % len(input_sets)], rng)
         check = rng.random() < opts.check_fraction or round_no == 0
         first_cand = round_no % 2 == 0
         results: dict[str, Any] = {}
@@ -150,6 +151,19 @@ def time_interleaved(
         outcome.candidate = SampleStats.of(samples_c)
         outcome.reference = SampleStats.of(samples_r)
     return outcome
+
+
+PERTURBATION = 2.0**-9  # relative scale change of floating inputs, fresh every round
+
+
+def perturbed(inputs: Any, rng: random.Random) -> Any:
+    """A copy of ``inputs`` with every floating tensor scaled by a fresh factor near 1.
+
+    Every timed round thus sees inputs no earlier call has seen, so a cache keyed on pointers,
+    shapes or content (even sampled content) cannot pay; signs, zeros and ordering survive.
+    """
+    factor = 1.0 + (rng.random() - 0.5) * PERTURBATION
+    return map_tensors(inputs, lambda t: t.mul(factor) if t.is_floating_point() else t.clone())
 
 
 def _warm_up(
