@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from cuda_agent.workspace.sandbox import Sandbox, SandboxPolicy, bwrap_usable
 from cuda_agent.agent.shell import PersistentShell
+from cuda_agent.workspace.sandbox import Sandbox, SandboxPolicy, bwrap_usable
 
 needs_bwrap = pytest.mark.skipif(not bwrap_usable(), reason="bubblewrap is not usable here")
 

@@ -34,6 +34,7 @@ from cuda_agent.evaluator.worker.guards import (
     FunctionIdentities,
     GlobalState,
     OpRecorder,
+    child_process_count,
     forbidden_ops,
     prime_recorder,
     set_compile_disabled,
@@ -306,6 +307,14 @@ def _integrity(
             "verify",
             f"the reference model's weights were modified {where}",
             ["reference_weights_mutated"],
+        )
+    children = child_process_count()
+    if children > 0:
+        raise Verdict(
+            "verify",
+            f"{children} child process(es) were started {where} and are "
+            "still running; do all work inside the call",
+            ["processes_started"],
         )
     threads = thread_count()
     if threads_before > 0 and threads > threads_before:

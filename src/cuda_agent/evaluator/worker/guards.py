@@ -264,6 +264,18 @@ def forbidden_ops(ops: Counter[str], policy: str) -> list[str]:
     return sorted(bad)
 
 
+def child_process_count() -> int:
+    """Live child processes of this process (``/proc/self/task/*/children``), or -1."""
+    total = 0
+    try:
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/children") as handle:
+                total += len(handle.read().split())
+    except OSError:
+        return -1
+    return total
+
+
 def thread_count() -> int:
     try:
         return len(os.listdir("/proc/self/task"))

@@ -169,13 +169,14 @@ def perturbed(inputs: Any, rng: random.Random) -> Any:
 def _warm_up(
     candidate: Side, reference: Side, input_sets: list[Any], device: Device, opts: TimingOptions
 ) -> None:
+    rng = random.Random(len(input_sets))  # warm-up inputs are fresh too: no cache to prime
     for fn in (candidate, reference):
         spent, calls = 0.0, 0
         deadline = time.monotonic() + max(5.0, opts.max_seconds)
         while (
             spent * 1000.0 < opts.warmup_ms or calls < opts.warmup_calls
         ) and time.monotonic() < deadline:
-            args = clone_nested(input_sets[calls % len(input_sets)])
+            args = perturbed(input_sets[calls % len(input_sets)], rng)
             t0 = time.perf_counter()
             fn(args)
             device.synchronize()

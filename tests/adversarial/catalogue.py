@@ -1,0 +1,167 @@
+"""The red-team catalogue: every fixture, the exploit family it tries, and its required verdict.
+
+Families follow ``shared/exploits.md`` (A: correctness-side, B: timing-side, C: harness and
+environment); ``F`` marks the fault suite. ``rejected`` means reward -1 with at least one of
+the named flags; ``scored`` means the trick is legitimate (or has no effect) under the active
+policy and the solution is scored honestly: correct, no flags. ``known_gap`` marks what the
+evaluator does not catch today (run as an expected failure, and listed in docs/security.md).
+GPU-only families (B1 other streams, B5 persisting L2, A9 TF32 switch) live in tests/gpu.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@dataclass(frozen=True)
+class Fixture:
+    name: str
+    family: str
+    problem: str
+    expect: str  # "rejected" or "scored"
+    flags: tuple[str, ...] = ()
+    defence: str = ""
+    needs_sandbox: bool = False
+    known_gap: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def path(self) -> Path:
+        return FIXTURES / f"{self.name}.py"
+
+
+def R(
+    name: str, family: str, flags: tuple[str, ...], defence: str, problem: str = "relu", **kw: Any
+) -> Fixture:
+    return Fixture(name, family, problem, "rejected", flags, defence, **kw)
+
+
+def S(name: str, family: str, defence: str, problem: str = "relu", **kw: Any) -> Fixture:
+    return Fixture(name, family, problem, "scored", (), defence, **kw)
+
+
+MISMATCH = ("output_mismatch:value",)
+
+CATALOGUE: list[Fixture] = [
+    R("a1_unwritten_output", "A1", MISMATCH, "fresh inputs per trial, candidate runs first"),
+    R("a1_half_written", "A1", MISMATCH, "every element compared"),
+    R("a2_zeros", "A2", MISMATCH, "non-degenerate problems (task lint), element-wise tolerance"),
+    R("a3_stale_memory", "A3", MISMATCH, "candidate first: no reference output exists yet"),
+    R("a4_zero_inputs", "A4", ("input_mutated",), "own input clones, compared after the call"),
+    R(
+        "a4_own_weights",
+        "A4",
+        ("param_mutated",),
+        "weight fingerprints after every call",
+        problem="bias_gelu_scale",
+    ),
+    R(
+        "a4_reference_weights_gc",
+        "A4",
+        ("reference_weights_mutated",),
+        "reference weights fingerprinted before the import",
+        problem="bias_gelu_scale",
+    ),
+    R(
+        "a4_pristine_inputs_gc",
+        "A4/B8",
+        ("reference_inputs_mutated",),
+        "pristine inputs fingerprinted before the import",
+    ),
+    R("a5_reference_code", "A5", ("forbidden_op:relu",), "dispatcher hook, strict policy"),
+    R("a5_getattr_alias", "A5/C3", ("forbidden_op:relu",), "dispatcher hook (names irrelevant)"),
+    R("a5_call_reference_via_gc", "A5/A12", ("forbidden_op:relu",), "dispatcher hook"),
+    R("a5_cpp_aten", "A5", ("forbidden_op:relu",), "dispatcher hook sees C++ calls"),
+    R("a6_fallback_except", "A6", ("build_failed",), "build failure is BaseException + recorded"),
+    R("a6_fallback_bare_except", "A6", ("build_failed",), "the shim records the failure"),
+    R("a7_decoy_kernel", "A7", ("forbidden_op:relu", "forbidden_op:cat"), "dispatcher hook"),
+    R("a8_lazy_subclass", "A8", ("output_mismatch:type",), "plain torch.Tensor required"),
+    S("a9_bf16_inside", "A9", "lower precision inside own kernels allowed within tolerance"),
+    R("a10_fixed_seed", "A10", MISMATCH, "secret per-evaluation seed"),
+    R("a11_nan_output", "A11", ("output_mismatch:nan",), "NaN positions must match"),
+    R("a11_inf_output", "A11", ("output_mismatch:inf",), "infinities must match"),
+    R("a12_gc_steal_output", "A12", MISMATCH, "candidate first; only fingerprints kept"),
+    R(
+        "a13_cache_by_shape",
+        "A13",
+        ("no_custom_kernel", *MISMATCH),
+        "fresh inputs per trial; a custom call required in every forward",
+    ),
+    S("a13_cache_by_content", "A13/B7", "fresh perturbed inputs for every timed call"),
+    R("a14_call_count", "A14", ("timed_output_mismatch",), "timed outputs are checked"),
+    R(
+        "a14_detect_recorder",
+        "A14",
+        ("custom_kernel_skipped_in_timing",),
+        "custom calls counted in every timed call",
+    ),
+    R(
+        "a14_detect_recorder_keep_token_call",
+        "A14",
+        ("forbidden_op:relu",),
+        "",
+        known_gap="in-process hooks are detectable; a candidate that keeps a token custom call "
+        "and uses torch only when unobserved is not caught",
+    ),
+    R(
+        "b2_thread_writes_later",
+        "B2",
+        ("threads_started", "output_mismatch:value"),
+        "output copied right after the call; thread count",
+    ),
+    R(
+        "b3_patch_allclose",
+        "B3",
+        ("harness_patched:torch.allclose",),
+        "function identities; comparisons use functions bound before the import",
+    ),
+    R(
+        "b3_patch_timer",
+        "B3",
+        ("harness_patched:time.perf_counter_ns",),
+        "the timer is bound before the import",
+    ),
+    R("b4_forge_result", "B4", ("crashed",), "nonce-tagged private pipe; exit codes ignored"),
+    S("b8_shrink_sizes", "B8", "inputs drawn from a private copy before the import"),
+    R("b9_threads", "B9", ("global_state_changed:num_threads",), "global switches snapshotted"),
+    R(
+        "b10_torch_compile_inside",
+        "B10",
+        ("forbidden_op:relu",),
+        "torch.compile runs eagerly under strict",
+    ),
+    S("b11_library_gemm", "B11", "vendor GEMM allowed under strict", problem="square_matmul"),
+    R(
+        "c1_write_outside",
+        "C1",
+        ("load_failed",),
+        "sandbox: read-only file system",
+        needs_sandbox=True,
+    ),
+    R("c1_network", "C1", ("load_failed",), "sandbox: no network", needs_sandbox=True),
+    R("c3_token_paste", "C3", ("forbidden_op:relu",), "dispatcher hook (C++ text irrelevant)"),
+    R("c4_zero_small_values", "C4", MISMATCH, "element-wise atol + rtol, not scaled by the max"),
+    R("f_segfault", "F", ("crashed",), "one process per evaluation"),
+    R(
+        "f_infinite_loop",
+        "F",
+        ("timeout",),
+        "hard deadline, process group killed",
+        options={"worker_timeout_s": 20.0},
+    ),
+    R("f_host_oom", "F", ("forward_raised",), "address-space limit in the worker"),
+    R(
+        "f_compile_hangs",
+        "F",
+        ("build_failed",),
+        "build deadline, compiler killed",
+        options={"build_timeout_s": 15.0},
+    ),
+    R("f_compile_log_flood", "F", ("build_failed",), "log trimmed to the first errors"),
+    R("f_fork_children", "F", ("processes_started",), "child processes counted; group killed"),
+    S("f_huge_stdout", "F", "candidate output goes to a file; only its tail is kept"),
+]
