@@ -124,3 +124,22 @@ def test_workspace_init_then_tools(tmp_path: Path) -> None:
     verify = cli("tool", "verify", "--baselines", "eager", cwd=ws)
     assert verify.returncode == 0, verify.stdout
     assert "correctness: PASS (5/5 trials" in verify.stdout and "reward:" in verify.stdout
+
+
+@pytest.mark.slow
+def test_problems_lint_flags_a_degenerate_problem(tmp_path: Path) -> None:
+    folder = tmp_path / "set"
+    folder.mkdir()
+    body = (
+        "import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
+        "    def forward(self, x):\n        return {}\n"
+        "def get_inputs():\n    return [torch.randn(4, 256)]\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    (folder / "fine.py").write_text(body.format("torch.relu(x)"))
+    (folder / "tiny.py").write_text(body.format("torch.softmax(x.repeat(1, 400), dim=-1)"))
+    out = cli("problems", "lint", "--set", str(folder), "--backend", "cpu", "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["fine"]["lint"] == []
+    assert "zeros_pass" in report["tiny"]["lint"]

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer
+from rich.progress import Progress
 from rich.table import Table
 
 from cuda_agent.cli.common import (
+    err_console,
     fail,
     one_line_errors,
     out_console,
@@ -52,9 +55,10 @@ def check_command(
     path: str = typer.Argument(..., help="A problem file (or a bundled id)."),
     backend: str = typer.Option("cpu", help="Where to run it: cpu, cuda or auto."),
     size: str = typer.Option("auto", help="small, standard, or auto (small on cpu)."),
+    fail_on_lint: bool = typer.Option(False, help="Exit 1 when the lint finds anything."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON object."),
 ) -> None:
-    """Load PATH, run it once and summarise it; exit 2 with one line if it is broken."""
+    """Run PATH, summarise it and lint it; exit 2 with one line if it is broken."""
     chosen = resolve_backend(backend)
     if not Path(path).exists() and path.endswith(".py"):
         raise ProblemError(f"{path}: no such file")
@@ -62,15 +66,62 @@ def check_command(
     report = check_problem_runtime(problem, chosen)
     if as_json:
         print_json({"id": problem.id, "hash": problem.content_hash, **report})
-        if not report.get("ok"):
-            raise typer.Exit(2)
-        return
+    elif report.get("ok"):
+        findings = report.get("lint") or []
+        notes = report.get("warnings") or []
+        out_console.print(
+            f"ok: {problem.id} (level {problem.level or '-'}): inputs {report['inputs']} -> "
+            f"outputs {report['outputs']}, {report['parameters']} parameters, forward "
+            f"{report['forward_ms']} ms on {chosen}"
+            + (f"; lint: {', '.join(findings)}" if findings else "; lint: clean")
+            + (f"; warnings: {'; '.join(notes)}" if notes else "")
+        )
     if not report.get("ok"):
+        if as_json:
+            raise typer.Exit(2)
         raise fail(f"{path}: {report.get('error')}")
-    warnings = report.get("warnings") or []
-    note = f"; warnings: {'; '.join(warnings)}" if warnings else ""
-    out_console.print(
-        f"ok: {problem.id} (level {problem.level or '-'}): inputs {report['inputs']} -> "
-        f"outputs {report['outputs']}, {report['parameters']} parameters, forward "
-        f"{report['forward_ms']} ms on {chosen}{note}"
-    )
+    if fail_on_lint and report.get("lint"):
+        raise typer.Exit(1)
+
+
+@app.command("lint")
+@one_line_errors
+def lint_command(
+    set_: str = typer.Option("bundled", "--set", help="'bundled', a KernelBench checkout, ..."),
+    levels: str | None = typer.Option(None, help="Only these levels, e.g. 1,2,3."),
+    backend: str = typer.Option("auto", help="cpu, cuda, or auto."),
+    size: str = typer.Option("auto", help="small, standard, or auto (small on cpu)."),
+    timeout: float = typer.Option(600.0, help="Seconds per problem."),
+    out: Path | None = typer.Option(None, help="Write the full report (JSON) here."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Lint a whole problem set for degenerate or broken problems."""
+    chosen = resolve_backend(backend)
+    problems = load_problem_set(set_, parse_levels(levels), resolve_size(size, chosen))
+    report: dict[str, dict[str, object]] = {}
+    with Progress(console=err_console, transient=True) as progress:
+        task = progress.add_task("linting", total=len(problems))
+        for problem in problems:
+            progress.update(task, description=f"linting {problem.id}")
+            result = check_problem_runtime(problem, chosen, timeout_s=timeout)
+            report[problem.id] = {
+                "ok": result.get("ok"),
+                "lint": result.get("lint", []),
+                "error": result.get("error"),
+                "path": str(problem.path),
+            }
+            progress.advance(task)
+            if out is not None:
+                out.write_text(json.dumps(report, indent=1))
+    if as_json:
+        print_json(report)
+        return
+    flagged = {k: v for k, v in report.items() if v["lint"] or not v["ok"]}
+    table = Table(title=f"{len(flagged)} of {len(report)} problems flagged ({set_})")
+    table.add_column("problem")
+    table.add_column("finding")
+    for pid, entry in flagged.items():
+        lint = entry["lint"]
+        finding = ", ".join(lint) if isinstance(lint, list) and lint else f"error: {entry['error']}"
+        table.add_row(pid, finding)
+    out_console.print(table)

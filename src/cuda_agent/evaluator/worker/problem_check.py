@@ -1,67 +1,119 @@
-"""The ``check_problem`` mode: run a problem once and describe it (or say why it is broken).
+"""The ``check_problem`` mode: run a problem, describe it, and lint it for degeneracy.
 
-Checks that the module imports, ``get_init_inputs``/``get_inputs`` return lists (inputs hold
-tensors), ``Model`` builds and its forward runs and returns finite tensors, the same seed gives
-the same output (determinism) and two seeds give different outputs (the output depends on the
-inputs). Deeper degeneracy checks (constant or near-zero outputs across seeds) belong to the
-task lint.
+Broken problems (the module does not import, ``get_inputs`` returns no tensors, the forward
+raises or returns NaN/Inf) are errors. A working problem is also linted, so that a trivial
+candidate cannot pass it (exploit family A2):
+
+* ``zeros_pass``: an all-zeros output would pass the tolerance on every input tried;
+* ``constant_pass``: the output's own mean, broadcast, would pass;
+* ``independent_of_inputs``: three different input draws give the same output;
+* ``independent_of_weights``: two different weight initialisations give the same output;
+* ``nondeterministic``: the same inputs twice give outputs that differ beyond the tolerance
+  (a bitwise difference alone is a warning: the evaluator tolerates it).
 """
 
 from __future__ import annotations
 
+import statistics
 import time
 from typing import Any
 
 import torch
 
-from cuda_agent.evaluator.worker.device import make_device
+from cuda_agent.evaluator.worker.compare import compare
+from cuda_agent.evaluator.worker.device import Device, make_device
 from cuda_agent.evaluator.worker.modules import describe_exception
+from cuda_agent.evaluator.worker.precision import apply_precision
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
 from cuda_agent.evaluator.worker.reference import PROBLEM_FILE, ProblemFailure, build_reference
 from cuda_agent.evaluator.worker.tensors import (
     clone_nested,
+    derive_seed,
     describe_shapes,
     fingerprint_nested,
     iter_tensors,
+    map_tensors,
 )
+
+INPUT_DRAWS = 3
 
 
 def run_check_problem(req: WorkerRequest) -> dict[str, Any]:
     torch.set_grad_enabled(False)
+    apply_precision(req.precision)
     device = make_device(req.backend, req.cpu_threads)
     try:
-        ref = build_reference(req.problem_source, req.seed, device, verify_trials=2, timing_sets=0)
-        outputs = []
-        start = time.perf_counter()
-        for inputs in (ref.verify_sets[0], ref.verify_sets[0], ref.verify_sets[1]):
-            try:
-                out = ref.model(*clone_nested(inputs))
-            except Exception as err:
-                raise ProblemFailure(
-                    f"Model.forward failed: {describe_exception(err, (PROBLEM_FILE,))}"
-                ) from None
-            device.synchronize()
-            outputs.append(out)
-        forward_ms = (time.perf_counter() - start) * 1000.0 / 3
-        tensors = list(iter_tensors(outputs[0]))
-        if not tensors:
-            raise ProblemFailure("Model.forward returned no tensor")
-        if not all(bool(torch.isfinite(t).all()) for t in tensors if t.is_floating_point()):
-            raise ProblemFailure("Model.forward returned NaN or infinite values")
-        warnings = []
-        if fingerprint_nested(outputs[0]) != fingerprint_nested(outputs[1]):
-            warnings.append("not bitwise deterministic: the same inputs gave different outputs")
-        if fingerprint_nested(outputs[0]) == fingerprint_nested(outputs[2]):
-            warnings.append("the output did not change when the inputs changed")
-        params = sum(p.numel() for p in ref.model.parameters())
-        return {
-            "ok": True,
-            "inputs": describe_shapes(ref.verify_sets[0]),
-            "outputs": describe_shapes(outputs[0]),
-            "parameters": params,
-            "forward_ms": round(forward_ms, 3),
-            "warnings": warnings,
-            "device": device.info(),
-        }
+        return _check(req, device)
     except ProblemFailure as err:
         return {"ok": False, "error": str(err)}
+
+
+def _check(req: WorkerRequest, device: Device) -> dict[str, Any]:
+    ref = build_reference(
+        req.problem_source, req.seed, device, verify_trials=INPUT_DRAWS, timing_sets=0
+    )
+    times: list[float] = []
+    outputs = [_forward(ref.model, inputs, device, times) for inputs in ref.verify_sets]
+    again = _forward(ref.model, ref.verify_sets[0], device, times)
+    tensors = list(iter_tensors(outputs[0]))
+    if not tensors:
+        raise ProblemFailure("Model.forward returned no tensor")
+    for out in outputs:
+        if not all(
+            bool(torch.isfinite(t).all()) for t in iter_tensors(out) if t.is_floating_point()
+        ):
+            raise ProblemFailure("Model.forward returned NaN or infinite values")
+    atol, rtol = req.atol, req.rtol
+    lint: list[str] = []
+    warnings: list[str] = []
+    if not compare(outputs[0], again, atol, rtol).ok:
+        lint.append("nondeterministic")
+    elif fingerprint_nested(outputs[0]) != fingerprint_nested(again):
+        warnings.append("not bitwise deterministic (within tolerance)")
+    if all(compare(outputs[0], other, atol, rtol).ok for other in outputs[1:]):
+        lint.append("independent_of_inputs")
+    params = sum(p.numel() for p in ref.model.parameters())
+    if params:
+        other = build_reference(
+            req.problem_source,
+            derive_seed(req.seed, "other-init"),
+            device,
+            verify_trials=1,
+            timing_sets=0,
+        )
+        out_w = _forward(other.model, ref.verify_sets[0], device, times)
+        if compare(outputs[0], out_w, atol, rtol).ok:
+            lint.append("independent_of_weights")
+    if all(compare(out, map_tensors(out, torch.zeros_like), atol, rtol).ok for out in outputs):
+        lint.append("zeros_pass")
+    if all(compare(out, map_tensors(out, _own_mean), atol, rtol).ok for out in outputs):
+        lint.append("constant_pass")
+    return {
+        "ok": True,
+        "inputs": describe_shapes(ref.verify_sets[0]),
+        "outputs": describe_shapes(outputs[0]),
+        "parameters": params,
+        "forward_ms": round(statistics.median(times), 3),
+        "lint": lint,
+        "warnings": warnings,
+        "device": device.info(),
+    }
+
+
+def _forward(model: torch.nn.Module, inputs: list[Any], device: Device, times: list[float]) -> Any:
+    start = time.perf_counter()
+    try:
+        out = model(*clone_nested(inputs))
+        device.synchronize()
+    except Exception as err:
+        raise ProblemFailure(
+            f"Model.forward failed: {describe_exception(err, (PROBLEM_FILE,))}"
+        ) from None
+    times.append((time.perf_counter() - start) * 1000.0)
+    return out
+
+
+def _own_mean(t: torch.Tensor) -> torch.Tensor:
+    if t.is_floating_point() and t.numel():
+        return torch.full_like(t, float(t.double().mean()))
+    return t.clone()
