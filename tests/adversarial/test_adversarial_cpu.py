@@ -101,3 +101,9 @@ def test_after_the_faults_the_next_evaluation_is_right(tmp_path: Path) -> None:
 def test_every_fixture_file_is_catalogued() -> None:
     files = {p.stem for p in (Path(__file__).parent / "fixtures").glob("*.py")}
     assert files == {f.name for f in CATALOGUE}
+
+
+def test_every_fixture_is_in_the_security_table() -> None:
+    table = (Path(__file__).resolve().parents[2] / "docs" / "security.md").read_text()
+    missing = [f.name for f in CATALOGUE if f"`{f.name}`" not in table]
+    assert not missing
