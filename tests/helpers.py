@@ -69,7 +69,11 @@ TEST_OPS_FUNCTIONS = ["relu_ok", "relu_wrong", "crash", "spin", "relu_and_zero_i
 def fast_options(**overrides: object) -> EvalOptions:
     timing = TimingOptions(**FAST_TIMING)  # type: ignore[arg-type]
     values: dict[str, object] = dict(
-        backend="cpu", baselines=("eager",), timing=timing, worker_timeout_s=120.0
+        backend="cpu",
+        baselines=("eager",),
+        timing=timing,
+        worker_timeout_s=120.0,
+        keep_spare_worker=True,  # the next worker starts while this one evaluates
     )
     values.update(overrides)
     return EvalOptions(**values).validate()  # type: ignore[arg-type]
