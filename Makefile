@@ -23,7 +23,7 @@ test: $(STAMP)
 	$(BIN)/ruff check src tests
 	$(BIN)/ruff format --check src tests
 	$(BIN)/mypy
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n auto
 
 gpu-test: $(STAMP)
 	$(BIN)/pytest -q -m gpu
