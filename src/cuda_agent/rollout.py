@@ -28,7 +28,7 @@ from cuda_agent.agent.tools.registry import default_tools
 from cuda_agent.agent.trajectory import Trajectory, load_messages, read_events
 from cuda_agent.core.paths import cache_root
 from cuda_agent.core.types import EvalResult, Problem
-from cuda_agent.evaluator.feedback import ToolReply
+from cuda_agent.evaluator.feedback import Evaluator, ToolReply
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import evaluate
 from cuda_agent.solutions.loader import load_solution
@@ -43,6 +43,7 @@ class EpisodeConfig:
     limits: AgentLimits = field(default_factory=AgentLimits)
     eval_options: EvalOptions | None = None
     use_bwrap: bool | None = None  # None: bubblewrap when usable
+    evaluator: Evaluator = evaluate  # a pool's submit in a bench
 
 
 @dataclass
@@ -155,14 +156,14 @@ def run_episode(
     )
     turns_done = sum(1 for m in messages if m.get("role") == "assistant")
     try:
-        with ToolServer(socket_path, workdir, options, tracker.observe):
+        with ToolServer(socket_path, workdir, options, tracker.observe, config.evaluator):
             loop = run_loop(
                 model, default_tools(), context, messages, config.limits, trajectory, turns_done
             )
     finally:
         shell.close()
         shutil.rmtree(ipc, ignore_errors=True)
-    final = evaluate(problem, load_solution(workdir), options)
+    final = config.evaluator(problem, load_solution(workdir), options)
     trajectory.event("evaluation", source="final", result=final.to_dict())
     best = tracker.best
     if final.correct and (best is None or _rank(final) >= _rank(best)):

@@ -126,3 +126,14 @@ def test_workdir_with_an_undefined_symbol_fails_at_build(tmp_path: Path) -> None
     result = run(tmp_path)
     assert result.error is not None and result.error.stage == "build"
     assert "ca_missing_launch" in result.error.message
+
+
+def test_the_sandboxed_worker_reuses_the_parents_builds(tmp_path: Path) -> None:
+    from cuda_agent.core.paths import cache_root
+    from cuda_agent.evaluator.worker_process import worker_sandbox
+
+    policy = worker_sandbox("cpu", {}, tmp_path).policy
+    assert policy.extra_env["CUDA_AGENT_CACHE"] == str(cache_root())  # HOME is moved in there
+    result = run(relu_solution(tmp_path, "return ops.relu_ok(x)"))
+    worker_builds = result.details["builds"][1:]  # after the parent's own pre-build
+    assert worker_builds and all(b["cached"] for b in worker_builds)

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from cuda_agent.core.errors import CudaAgentError
-from cuda_agent.evaluator.feedback import TOOL_COMMANDS, ToolReply, run_tool
+from cuda_agent.evaluator.feedback import TOOL_COMMANDS, Evaluator, ToolReply, run_tool
 from cuda_agent.evaluator.options import EvalOptions
+from cuda_agent.evaluator.pipeline import evaluate
 
 OnResult = Callable[[str, ToolReply], None]
 
@@ -32,11 +33,13 @@ class ToolServer:
         workdir: Path,
         options: EvalOptions,
         on_result: OnResult | None = None,
+        evaluator: Evaluator = evaluate,
     ) -> None:
         self.socket_path = socket_path
         self.workdir = workdir
         self.options = options
         self.on_result = on_result
+        self.evaluator = evaluator
         self._lock = threading.Lock()
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
@@ -75,7 +78,7 @@ class ToolServer:
             options.baselines = tuple(b for b in value.split(",") if b)
         with self._lock:
             try:
-                reply = run_tool(command, self.workdir, options)
+                reply = run_tool(command, self.workdir, options, self.evaluator)
             except CudaAgentError as err:
                 reply = ToolReply(2, f"error: {err}")
             self.served += 1

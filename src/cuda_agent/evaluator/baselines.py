@@ -52,7 +52,11 @@ def cache_key(problem: Problem, device: dict[str, Any], opts: EvalOptions) -> st
 
 
 def compile_baseline(
-    problem: Problem, device: dict[str, Any], opts: EvalOptions, scratch: Path
+    problem: Problem,
+    device: dict[str, Any],
+    opts: EvalOptions,
+    scratch: Path,
+    env_extra: dict[str, str] | None = None,
 ) -> CompileBaseline:
     key = cache_key(problem, device, opts)
     path = baselines_dir() / f"{key}.json"
@@ -83,7 +87,12 @@ def compile_baseline(
         profile=opts.profile,
         timing=opts.timing,
     )
-    env = worker_env({"TORCHINDUCTOR_CACHE_DIR": str(ensure_dir(baselines_dir() / "inductor"))})
+    env = worker_env(
+        {
+            "TORCHINDUCTOR_CACHE_DIR": str(ensure_dir(baselines_dir() / "inductor")),
+            **(env_extra or {}),
+        }
+    )
     outcome = run_worker(request, timeout_s=opts.baseline_timeout_s, scratch=scratch, env=env)
     record = outcome.record
     if record is None:

@@ -6,11 +6,12 @@ same thing. The text informs the agent only; rewards never come from parsing it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from cuda_agent.core.errors import CudaAgentError
-from cuda_agent.core.types import EvalResult, Problem
+from cuda_agent.core.types import EvalResult, Problem, Solution
 from cuda_agent.evaluator.build.builder import build_extension
 from cuda_agent.evaluator.build.inline import workdir_spec
 from cuda_agent.evaluator.options import EvalOptions
@@ -49,8 +50,19 @@ def workdir_problem(directory: Path) -> tuple[Problem, dict[str, str]]:
     return problem, meta
 
 
-def run_tool(command: str, directory: Path, options: EvalOptions | None = None) -> ToolReply:
-    """Run one workspace command on ``directory``; ``options`` override the defaults."""
+Evaluator = Callable[[Problem, Solution, EvalOptions], EvalResult]
+
+
+def run_tool(
+    command: str,
+    directory: Path,
+    options: EvalOptions | None = None,
+    evaluator: Evaluator = evaluate,
+) -> ToolReply:
+    """Run one workspace command on ``directory``; ``options`` override the defaults.
+
+    ``evaluator`` runs the evaluation (the pipeline by default; a pool's ``submit`` in a bench).
+    """
     if command not in TOOL_COMMANDS:
         raise CudaAgentError(f"unknown tool command {command!r} ({', '.join(TOOL_COMMANDS)})")
     problem, meta = workdir_problem(directory)
@@ -70,7 +82,7 @@ def run_tool(command: str, directory: Path, options: EvalOptions | None = None) 
     opts = options or EvalOptions(backend=meta["backend"])
     opts.backend = meta["backend"]
     opts.profile = command == "profile"
-    result = evaluate(problem, solution, opts)
+    result = evaluator(problem, solution, opts)
     lines = [agent_summary(result)]
     if command == "profile":
         lines += timing_lines(result) + profile_lines(result)

@@ -12,6 +12,7 @@ import secrets
 import shutil
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,19 +26,48 @@ from cuda_agent.evaluator.ncu import ncu_metrics
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.reward import compute_reward
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
-from cuda_agent.evaluator.worker_process import SpareWorkers, WorkerOutcome, run_worker
+from cuda_agent.evaluator.worker_process import (
+    SpareWorkers,
+    WorkerOutcome,
+    run_worker,
+    worker_env,
+)
 from cuda_agent.solutions.static import analyse
 from cuda_agent.workspace.template_files import harness_binding_files
 
 Progress = Callable[[str, str], None]
 
 
+@dataclass
+class Prepared:
+    """An evaluation after its CPU stages (static check, build), ready for a device.
+
+    ``error`` is set when the candidate already failed; ``execute`` then only finishes the
+    verdict. Pools run ``prepare`` on CPU workers and ``execute`` on device workers.
+    """
+
+    problem: Problem
+    solution: Solution
+    opts: EvalOptions
+    seed: int
+    result: EvalResult
+    builds: list[BuildResult] = field(default_factory=list)
+    error: StageError | None = None
+
+
 def evaluate(
     problem: Problem, solution: Solution, options: EvalOptions, progress: Progress | None = None
 ) -> EvalResult:
     """Evaluate ``solution`` against ``problem``; see the module docstring."""
+    return execute(prepare(problem, solution, options, progress), progress)
+
+
+def prepare(
+    problem: Problem, solution: Solution, options: EvalOptions, progress: Progress | None = None
+) -> Prepared:
+    """The CPU stages: static analysis and the build (no GPU needed)."""
     opts = options.validate()
-    notify = progress or (lambda stage, text: None)
+    notify = progress or _silent
     seed = opts.seed if opts.seed is not None else secrets.randbits(63)
     result = EvalResult(problem_id=problem.id, backend=opts.backend)
     result.details.update(
@@ -51,38 +81,66 @@ def evaluate(
             "timings_s": {},
         }
     )
+    prepared = Prepared(problem, solution, opts, seed, result)
     stage_times: dict[str, float] = result.details["timings_s"]
-
     started = time.monotonic()
     notify("static", "checking the solution")
     report = analyse(solution.files[solution.entry_file], solution.entry_file)
     result.details["static_findings"] = report.findings
     stage_times["static"] = round(time.monotonic() - started, 3)
     if report.error:
-        return _finish(result, opts, StageError("static", report.error))
-
+        prepared.error = StageError("static", report.error)
+        return prepared
     started = time.monotonic()
     notify("build", "compiling")
-    builds, build_error = _prebuild(solution, report.inline_calls, opts)
-    result.details["builds"] = [b.to_dict() for b in builds]
+    prepared.builds, build_error = _prebuild(solution, report.inline_calls, opts)
+    result.details["builds"] = [b.to_dict() for b in prepared.builds]
     stage_times["build"] = round(time.monotonic() - started, 3)
     if build_error:
-        return _finish(result, opts, StageError("build", build_error))
+        prepared.error = StageError("build", build_error)
+    return prepared
 
+
+def execute(
+    prepared: Prepared, progress: Progress | None = None, env_extra: dict[str, str] | None = None
+) -> EvalResult:
+    """The device stages: the candidate's worker, the compile baseline, the reward.
+
+    ``env_extra`` is added to the workers' environment (a pool pins a GPU with it).
+    """
+    result, opts = prepared.result, prepared.opts
+    if prepared.error is not None:
+        return _finish(result, opts, prepared.error)
+    notify = progress or _silent
+    stage_times: dict[str, float] = result.details["timings_s"]
     scratch = ensure_dir(scratch_dir()) / f"eval-{secrets.token_hex(6)}"
+    env = worker_env(env_extra)
     try:
         started = time.monotonic()
-        outcome = _run_candidate(problem, solution, opts, seed, builds, scratch, notify)
+        outcome = _run_candidate(
+            prepared.problem,
+            prepared.solution,
+            opts,
+            prepared.seed,
+            prepared.builds,
+            scratch,
+            notify,
+            env,
+        )
         stage_times["worker"] = round(time.monotonic() - started, 3)
         error = _absorb_worker(result, outcome)
         if error is None and "compile" in opts.baselines and result.correct:
             started = time.monotonic()
             notify("baseline", "torch.compile baseline")
-            _add_compile_baseline(result, problem, opts, scratch / "baseline")
+            _add_compile_baseline(result, prepared.problem, opts, scratch / "baseline", env_extra)
             stage_times["baseline"] = round(time.monotonic() - started, 3)
         return _finish(result, opts, error)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _silent(stage: str, text: str) -> None:
+    pass
 
 
 def _prebuild(
@@ -114,6 +172,7 @@ def _run_candidate(
     builds: list[BuildResult],
     scratch: Path,
     notify: Progress,
+    env: dict[str, str],
 ) -> WorkerOutcome:
     prebuilt = None
     if solution.kind is SolutionKind.WORKDIR and builds and builds[0].module_path:
@@ -149,6 +208,7 @@ def _run_candidate(
         request,
         timeout_s=opts.worker_timeout_s,
         scratch=scratch / "worker",
+        env=env,
         on_event=on_event,
         spares=spare_workers() if opts.keep_spare_worker else None,
         files=solution.files,
@@ -225,9 +285,13 @@ def _absorb_worker(result: EvalResult, outcome: WorkerOutcome) -> StageError | N
 
 
 def _add_compile_baseline(
-    result: EvalResult, problem: Problem, opts: EvalOptions, scratch: Path
+    result: EvalResult,
+    problem: Problem,
+    opts: EvalOptions,
+    scratch: Path,
+    env_extra: dict[str, str] | None,
 ) -> None:
-    baseline = compile_baseline(problem, result.details.get("device", {}), opts, scratch)
+    baseline = compile_baseline(problem, result.details.get("device", {}), opts, scratch, env_extra)
     result.details["compile_baseline"] = {
         "cached": baseline.cached,
         "ratio": baseline.ratio,

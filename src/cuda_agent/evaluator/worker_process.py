@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import cuda_agent
-from cuda_agent.core.paths import builds_dir
+from cuda_agent.core.paths import builds_dir, cache_root
 from cuda_agent.evaluator.build.builder import PRIVATE_BUILDS_ENV
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
 from cuda_agent.workspace.sandbox import Sandbox, SandboxPolicy
@@ -128,6 +128,7 @@ def worker_sandbox(backend: str, env: dict[str, str], folder: Path) -> Sandbox:
         "TRITON_CACHE_DIR": str(private / "triton"),
         "TORCHINDUCTOR_CACHE_DIR": str(private / "inductor"),
         PRIVATE_BUILDS_ENV: str(private / "builds"),
+        "CUDA_AGENT_CACHE": str(cache_root()),  # HOME moves: name the shared cache explicitly
     }
     policy = SandboxPolicy(
         workdir=folder,

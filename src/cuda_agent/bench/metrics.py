@@ -1,0 +1,76 @@
+"""The paper's metrics (and KernelBench's fast_p) over one chosen attempt per problem.
+
+Exactly the definitions of the paper (reference-system.md, section 6):
+
+* pass rate = correct / all;
+* faster rate vs X = (correct and t < t_X) / all, with no margin;
+* geomean speed-up vs X = geometric mean of t_X / t over the correct solutions that have it;
+* "overall" = over all problems, i.e. the levels weighted by their problem counts;
+
+plus KernelBench's fast_p = (correct and speed-up vs eager > p) / all for p in 0, 0.8, 1, 1.5,
+2 (fast_0 is the pass rate) and the mean reward. Rates are fractions in [0, 1].
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any
+
+from cuda_agent.bench.records import AttemptRecord
+
+FAST_P = (0.0, 0.8, 1.0, 1.5, 2.0)
+
+
+def compute_metrics(chosen: dict[str, AttemptRecord]) -> dict[str, Any]:
+    by_level: dict[str, list[AttemptRecord]] = defaultdict(list)
+    for record in chosen.values():
+        by_level[str(record.level) if record.level is not None else "none"].append(record)
+    return {
+        "overall": summarise(list(chosen.values())),
+        "levels": {level: summarise(records) for level, records in sorted(by_level.items())},
+    }
+
+
+def summarise(records: list[AttemptRecord]) -> dict[str, Any]:
+    n = len(records)
+    correct = [r for r in records if r.correct]
+    eager = [r.result["speedup_eager"] for r in correct if r.result.get("speedup_eager")]
+    compiled = [r.result["speedup_compile"] for r in correct if r.result.get("speedup_compile")]
+    rewards = [_number(r.result.get("reward"), -1.0) for r in records]
+    return {
+        "n": n,
+        "pass_rate": _rate(len(correct), n),
+        "faster_rate_eager": _rate(sum(1 for s in eager if s > 1.0), n),
+        "faster_rate_compile": _rate(sum(1 for s in compiled if s > 1.0), n),
+        "geomean_speedup_eager": geomean(eager),
+        "geomean_speedup_compile": geomean(compiled),
+        "fast_p": {_p_key(p): _rate(sum(1 for r in correct if _beats(r, p)), n) for p in FAST_P},
+        "mean_reward": sum(rewards) / n if n else None,
+    }
+
+
+def geomean(values: list[float]) -> float | None:
+    positive = [v for v in values if v and v > 0]
+    if not positive:
+        return None
+    return math.exp(sum(math.log(v) for v in positive) / len(positive))
+
+
+def _beats(record: AttemptRecord, p: float) -> bool:
+    if p == 0.0:
+        return True
+    speedup = record.result.get("speedup_eager")
+    return speedup is not None and speedup > p
+
+
+def _rate(count: int, n: int) -> float | None:
+    return count / n if n else None
+
+
+def _p_key(p: float) -> str:
+    return f"{p:g}"
+
+
+def _number(value: object, default: float) -> float:
+    return float(value) if isinstance(value, int | float) else default

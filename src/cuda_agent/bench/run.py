@@ -1,0 +1,196 @@
+"""``bench run``: evaluate a folder of solutions, or run an agent, over a problem set.
+
+Solutions mode: one solution per problem id in a folder (``<id>.py`` single file or ``<id>/``
+workdir); a problem without one counts as failed. Agent mode: ``attempts`` episodes per problem,
+each in its own run sub-folder, their evaluations going through the same pool. Every finished
+attempt is appended to ``results.jsonl`` at once; a rerun with the same folder skips finished
+attempts, so an interrupted bench resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cuda_agent.agent.loop import AgentLimits
+from cuda_agent.agent.models import ChatModel
+from cuda_agent.bench.records import (
+    AttemptRecord,
+    append_record,
+    read_records,
+    write_run_info,
+)
+from cuda_agent.cluster.pool import EvalJob, EvalPool
+from cuda_agent.core.errors import SolutionError
+from cuda_agent.core.types import EvalResult, Problem, Solution, StageError
+from cuda_agent.evaluator.options import EvalOptions
+from cuda_agent.rollout import EpisodeConfig, run_episode
+from cuda_agent.solutions.loader import load_solution
+
+Progress = Callable[[AttemptRecord, int, int], None]  # record, finished, total
+
+
+@dataclass
+class AgentSpec:
+    """How to make the model of each attempt (fresh per episode) and the episode's limits."""
+
+    make_model: Callable[[], ChatModel]
+    attempts: int = 1
+    limits: AgentLimits = field(default_factory=AgentLimits)
+    parallel: int = 1
+
+
+def find_solution(folder: Path, problem_id: str) -> Path | None:
+    for candidate in (folder / f"{problem_id}.py", folder / problem_id):
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def run_solutions(
+    problems: list[Problem],
+    folder: Path,
+    pool: EvalPool,
+    options: EvalOptions,
+    out_dir: Path,
+    progress: Progress | None = None,
+) -> list[AttemptRecord]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    done = {(r.problem_id, r.attempt) for r in read_records(out_dir)}
+    todo = [p for p in problems if (p.id, 0) not in done]
+    write_run_info(
+        out_dir,
+        {
+            "mode": "solutions",
+            "solutions": str(folder),
+            "backend": options.backend,
+            "problems": len(problems),
+            "devices": pool.devices,
+            "policy": options.policy,
+        },
+    )
+    records: list[AttemptRecord] = []
+    futures: dict[Future[EvalResult], tuple[Problem, str | None, float]] = {}
+    for problem in todo:
+        path = find_solution(folder, problem.id)
+        solution = _load(path)
+        started = time.monotonic()
+        if solution is None:
+            future: Future[EvalResult] = Future()
+            future.set_result(_missing(problem, options.backend, path))
+        else:
+            future = pool.submit(EvalJob(problem, solution, options))
+        futures[future] = (problem, str(path) if path else None, started)
+    for future in as_completed(futures):
+        problem, source, started = futures[future]
+        record = AttemptRecord(
+            problem.id,
+            problem.level,
+            0,
+            "solutions",
+            future.result().to_dict(),
+            solution=source,
+            wall_s=round(time.monotonic() - started, 2),
+        )
+        append_record(out_dir, record)
+        records.append(record)
+        if progress:
+            progress(record, len(records), len(todo))
+    return records
+
+
+def run_agent(
+    problems: list[Problem],
+    agent: AgentSpec,
+    pool: EvalPool,
+    options: EvalOptions,
+    out_dir: Path,
+    progress: Progress | None = None,
+) -> list[AttemptRecord]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    done = {(r.problem_id, r.attempt) for r in read_records(out_dir)}
+    todo = [(p, k) for p in problems for k in range(agent.attempts) if (p.id, k) not in done]
+    write_run_info(
+        out_dir,
+        {
+            "mode": "agent",
+            "model": agent.make_model().name,
+            "attempts": agent.attempts,
+            "backend": options.backend,
+            "problems": len(problems),
+            "devices": pool.devices,
+        },
+    )
+
+    def evaluator(problem: Problem, solution: Solution, opts: EvalOptions) -> EvalResult:
+        return pool.submit(EvalJob(problem, solution, opts)).result()
+
+    def episode(problem: Problem, attempt: int) -> AttemptRecord:
+        folder = out_dir / "episodes" / f"{problem.id}-{attempt}"
+        if folder.exists():  # an attempt interrupted mid-way starts again, cleanly
+            import shutil
+
+            shutil.rmtree(folder)
+        started = time.monotonic()
+        config = EpisodeConfig(
+            backend=options.backend, limits=agent.limits, eval_options=options, evaluator=evaluator
+        )
+        result = run_episode(problem, str(problem.path), agent.make_model(), folder, config)
+        chosen = result.best if result.best is not None else result.final
+        return AttemptRecord(
+            problem.id,
+            problem.level,
+            attempt,
+            "agent",
+            chosen.to_dict(),
+            solution=str((folder / "best").relative_to(out_dir)) if result.best else None,
+            trajectory=str((folder / "trajectory.jsonl").relative_to(out_dir)),
+            wall_s=round(time.monotonic() - started, 2),
+            extra={
+                "exit_reason": result.exit_reason,
+                "turns": result.turns,
+                "episode_reward": result.reward,
+            },
+        )
+
+    records: list[AttemptRecord] = []
+    with ThreadPoolExecutor(max_workers=max(1, agent.parallel)) as executor:
+        futures = [executor.submit(episode, p, k) for p, k in todo]
+        for future in as_completed(futures):
+            record = future.result()
+            append_record(out_dir, record)
+            records.append(record)
+            if progress:
+                progress(record, len(records), len(todo))
+    return records
+
+
+def _load(path: Path | None) -> Solution | None:
+    if path is None:
+        return None
+    try:
+        return load_solution(path)
+    except SolutionError:
+        return None
+
+
+def _missing(problem: Problem, backend: str, path: Path | None) -> EvalResult:
+    result = EvalResult(problem_id=problem.id, backend=backend)
+    reason = "no solution for this problem" if path is None else f"{path}: unusable solution"
+    result.error = StageError("static", reason)
+    result.flags.append("no_solution")
+    return result
+
+
+def summary_counts(records: list[AttemptRecord]) -> dict[str, Any]:
+    correct = [r for r in records if r.correct]
+    return {
+        "finished": len(records),
+        "correct": len(correct),
+        "faster_eager": sum(1 for r in correct if (r.result.get("speedup_eager") or 0) > 1.0),
+        "faster_compile": sum(1 for r in correct if (r.result.get("speedup_compile") or 0) > 1.0),
+    }

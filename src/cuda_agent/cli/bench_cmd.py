@@ -1,0 +1,197 @@
+"""``cuda-agent bench run|report``: benchmark solutions or a model over a problem set."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from cuda_agent.bench.metrics import compute_metrics
+from cuda_agent.bench.paper import TABLE_1, paper_metrics
+from cuda_agent.bench.records import AttemptRecord, chosen_attempts, read_records
+from cuda_agent.bench.run import AgentSpec, run_agent, run_solutions, summary_counts
+from cuda_agent.cli.common import (
+    err_console,
+    one_line_errors,
+    out_console,
+    parse_csv,
+    parse_levels,
+    print_json,
+    resolve_backend,
+    resolve_size,
+)
+from cuda_agent.cluster.local import LocalPool
+from cuda_agent.cluster.pool import EvalPool
+from cuda_agent.core.errors import CudaAgentError
+from cuda_agent.evaluator.options import EvalOptions
+from cuda_agent.problems.sets import load_problem_set
+
+app = typer.Typer(help="Benchmark solutions or a model over a problem set.", no_args_is_help=True)
+
+
+@app.command("run")
+@one_line_errors
+def run_command(
+    out: Path = typer.Option(..., "--out", help="Run folder (results.jsonl; reruns resume)."),
+    problems: str = typer.Option("bundled", help="'bundled', a KernelBench checkout, a folder."),
+    levels: str | None = typer.Option(None, help="Only these levels, e.g. 1,2,3."),
+    solutions: Path | None = typer.Option(None, help="Folder with <id>.py or <id>/ solutions."),
+    model: str = typer.Option("", help="Agent mode: model name at the endpoint."),
+    base_url: str = typer.Option("", help="Agent mode: OpenAI-compatible base URL."),
+    api_key_env: str = typer.Option("OPENAI_API_KEY", help="Variable holding the API key."),
+    attempts: int = typer.Option(1, help="Agent mode: attempts per problem."),
+    parallel: int = typer.Option(1, help="Agent mode: episodes at once."),
+    max_turns: int = typer.Option(200, help="Agent mode: turn limit per episode."),
+    backend: str = typer.Option("auto", help="cpu, cuda, or auto."),
+    size: str = typer.Option("auto", help="small, standard, or auto (small on cpu)."),
+    baselines: str = typer.Option("eager,compile", help="eager,compile | eager"),
+    policy: str = typer.Option("strict", help="strict, kernelbench or off."),
+    workers: int | None = typer.Option(None, help="Device workers (default: every GPU)."),
+    ray: str | None = typer.Option(None, help="Use Ray: 'local' or a cluster address."),
+) -> None:
+    """Evaluate every problem of the set; progress shows live pass / faster counts."""
+    chosen = resolve_backend(backend)
+    problem_list = load_problem_set(problems, parse_levels(levels), resolve_size(size, chosen))
+    options = EvalOptions(
+        backend=chosen, baselines=parse_csv(baselines), policy=policy, keep_spare_worker=True
+    ).validate()
+    if (solutions is None) == (not model):
+        raise CudaAgentError("give either --solutions DIR or --model/--base-url (agent mode)")
+    pool = make_pool(chosen, workers, ray)
+    with pool, _progress() as progress:
+        task = progress.add_task("bench", total=len(problem_list) * (attempts if model else 1))
+        seen: list[AttemptRecord] = list(read_records(out)) if out.exists() else []
+        progress.update(task, completed=len(seen))
+
+        def on_record(record: AttemptRecord, finished: int, total: int) -> None:
+            seen.append(record)
+            counts = summary_counts(list(chosen_attempts(seen).values()))
+            progress.update(
+                task,
+                advance=1,
+                description=(
+                    f"pass {counts['correct']} | faster than eager {counts['faster_eager']} | "
+                    f"than compile {counts['faster_compile']}"
+                ),
+            )
+
+        if solutions is not None:
+            run_solutions(problem_list, solutions, pool, options, out, on_record)
+        else:
+            from cuda_agent.agent.models import OpenAIChatModel
+
+            key = os.environ.get(api_key_env, "")
+            spec = AgentSpec(
+                make_model=lambda: OpenAIChatModel(model, base_url, key),
+                attempts=attempts,
+                parallel=parallel,
+            )
+            spec.limits.max_turns = max_turns
+            run_agent(problem_list, spec, pool, options, out, on_record)
+    _print_table([("this run", compute_metrics(chosen_attempts(read_records(out))))])
+    out_console.print(f"results: {out / 'results.jsonl'}; report: cuda-agent bench report {out}")
+
+
+@app.command("report")
+@one_line_errors
+def report_command(
+    run_dir: Path = typer.Argument(..., help="A run folder made by `bench run`."),
+    as_json: bool = typer.Option(False, "--json", help="Print the metrics as JSON."),
+    html: Path | None = typer.Option(None, help="Write a self-contained HTML report here."),
+    compare: list[str] = typer.Option([], help="Another run folder, or paper:MODEL."),
+) -> None:
+    """The paper's metrics for a run (and others side by side)."""
+    records = read_records(run_dir)
+    if not records:
+        raise CudaAgentError(f"{run_dir}: no results.jsonl records")
+    metrics = compute_metrics(chosen_attempts(records))
+    comparisons = [resolve_comparison(spec) for spec in compare]
+    if as_json:
+        print_json({**metrics, "compare": {label: m for label, m in comparisons}})
+    else:
+        _print_table([("this run", metrics), *comparisons])
+    if html is not None:
+        from cuda_agent.bench.report import write_html
+
+        write_html(run_dir, html, comparisons)
+        err_console.print(f"wrote {html}")
+
+
+def resolve_comparison(spec: str) -> tuple[str, dict[str, Any]]:
+    if spec.startswith("paper:"):
+        name = spec[len("paper:") :]
+        if name not in TABLE_1:
+            raise CudaAgentError(f"{spec}: the paper's table has {', '.join(TABLE_1)}")
+        return f"{name} (paper)", paper_metrics(name)
+    folder = Path(spec)
+    records = read_records(folder)
+    if not records:
+        raise CudaAgentError(f"{spec}: not a run folder (no results) nor paper:MODEL")
+    return folder.name, compute_metrics(chosen_attempts(records))
+
+
+def make_pool(backend: str, workers: int | None, ray: str | None) -> EvalPool:
+    if ray:
+        from cuda_agent.cluster.ray_pool import RayPool
+
+        return RayPool(backend, address=None if ray == "local" else ray, workers=workers)
+    devices = (
+        None
+        if workers is None
+        else (
+            [str(i) for i in range(workers)]
+            if backend == "cuda"
+            else [f"cpu{i}" for i in range(workers)]
+        )
+    )
+    return LocalPool(backend, devices=devices)
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=err_console,
+    )
+
+
+def _print_table(rows: list[tuple[str, dict[str, Any]]]) -> None:
+    table = Table(title="pass | faster vs eager | faster vs compile | speed-up eager | compile")
+    table.add_column("run")
+    subsets = ["overall", *sorted({lv for _, m in rows for lv in m.get("levels", {})})]
+    for subset in subsets:
+        table.add_column(subset if subset == "overall" else f"L{subset}")
+    for label, metrics in rows:
+        cells = []
+        for subset in subsets:
+            entry = metrics["overall"] if subset == "overall" else metrics["levels"].get(subset)
+            cells.append(_cell(entry))
+        table.add_row(label, *cells)
+    out_console.print(table)
+
+
+def _cell(entry: dict[str, Any] | None) -> str:
+    if not entry:
+        return "-"
+
+    def pct(v: float | None) -> str:
+        return "-" if v is None else f"{100 * v:.1f}%"
+
+    def x(v: float | None) -> str:
+        return "-" if v is None else f"{v:.2f}x"
+
+    return (
+        f"{pct(entry['pass_rate'])} | {pct(entry['faster_rate_eager'])} | "
+        f"{pct(entry['faster_rate_compile'])} | {x(entry['geomean_speedup_eager'])} | "
+        f"{x(entry['geomean_speedup_compile'])}"
+    )
+
+
+json_dumps = json.dumps  # kept for callers that render reports as text

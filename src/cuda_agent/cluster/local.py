@@ -1,0 +1,101 @@
+"""``LocalPool``: the pool on one machine: CPU build threads, one worker process per device.
+
+Each job's thread builds (``prepare``, limited to ``build_workers`` at a time), then takes a
+device from the free list, runs ``execute`` with that device pinned (``CUDA_VISIBLE_DEVICES``),
+and gives the device back: exactly one job per GPU at a time. Spare workers keep a warm process
+ready per device. ``submit`` blocks once ``max_pending`` jobs are queued (back-pressure).
+On the cpu backend the "devices" are evaluation slots (default one: timings on a shared CPU
+would disturb each other).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from cuda_agent.cluster.pool import EvalJob, EvalPool, with_retries
+from cuda_agent.core.types import EvalResult
+from cuda_agent.evaluator.pipeline import execute, prepare
+
+MULTICAST_OFF = {
+    "NCCL_NVLS_ENABLE": "0",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+    "NVSHMEM_DISABLE_NVLS": "1",
+}
+
+
+def visible_gpus() -> list[str]:
+    try:
+        import torch
+
+        return [str(i) for i in range(torch.cuda.device_count())]
+    except Exception:  # no CUDA here
+        return []
+
+
+class LocalPool(EvalPool):
+    def __init__(
+        self,
+        backend: str,
+        devices: list[str] | None = None,
+        build_workers: int | None = None,
+        max_pending: int = 256,
+        retries: int = 1,
+    ) -> None:
+        self.backend = backend
+        if devices is None:
+            devices = visible_gpus() if backend == "cuda" else ["cpu0"]
+        if not devices:
+            raise RuntimeError("the cuda backend needs at least one visible GPU")
+        self._devices = list(devices)
+        self._free: queue.Queue[str] = queue.Queue()
+        for device in self._devices:
+            self._free.put(device)
+        self._builds = threading.Semaphore(build_workers or max(1, (os.cpu_count() or 2) - 1))
+        self._pending = threading.BoundedSemaphore(max_pending)
+        self._executor = ThreadPoolExecutor(max_workers=max_pending, thread_name_prefix="eval-job")
+        self.retries = retries
+        self.busy: dict[str, int] = {d: 0 for d in self._devices}  # peak concurrent jobs
+        self._running: dict[str, int] = {d: 0 for d in self._devices}
+        self._lock = threading.Lock()
+
+    @property
+    def devices(self) -> list[str]:
+        return list(self._devices)
+
+    def submit(self, job: EvalJob) -> Future[EvalResult]:
+        self._pending.acquire()
+        future = self._executor.submit(self._run, job)
+        future.add_done_callback(lambda _: self._pending.release())
+        return future
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True)
+
+    def _run(self, job: EvalJob) -> EvalResult:
+        def attempt() -> EvalResult:
+            with self._builds:
+                prepared = prepare(job.problem, job.solution, job.options)
+            if prepared.error is not None:
+                return execute(prepared)
+            device = self._free.get()
+            try:
+                with self._lock:
+                    self._running[device] += 1
+                    self.busy[device] = max(self.busy[device], self._running[device])
+                result = execute(prepared, env_extra=self._env(device))
+                result.details["pool_device"] = device
+                return result
+            finally:
+                with self._lock:
+                    self._running[device] -= 1
+                self._free.put(device)
+
+        return with_retries(attempt, job.problem.id, self.backend, self.retries)
+
+    def _env(self, device: str) -> dict[str, str]:
+        if self.backend != "cuda":
+            return {}
+        return {"CUDA_VISIBLE_DEVICES": device, **MULTICAST_OFF}
