@@ -41,10 +41,20 @@ class AttemptRecord:
 
 
 def append_record(run_dir: Path, record: AttemptRecord) -> None:
-    with open(run_dir / RESULTS_FILE, "a", encoding="utf-8") as handle:
+    path = run_dir / RESULTS_FILE
+    torn = path.exists() and path.stat().st_size > 0 and _last_byte(path) != b"\n"
+    with open(path, "a", encoding="utf-8") as handle:
+        if torn:  # a crash cut the last line: keep the new record on a line of its own
+            handle.write("\n")
         handle.write(json.dumps(asdict(record), default=str) + "\n")
         handle.flush()
         os.fsync(handle.fileno())
+
+
+def _last_byte(path: Path) -> bytes:
+    with open(path, "rb") as handle:
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1)
 
 
 def read_records(run_dir: Path) -> list[AttemptRecord]:
@@ -58,7 +68,7 @@ def read_records(run_dir: Path) -> list[AttemptRecord]:
         try:
             records.append(AttemptRecord(**json.loads(line)))
         except (json.JSONDecodeError, TypeError):
-            break  # a torn last line
+            continue  # a line torn by a crash: that attempt is simply run again
     return records
 
 
