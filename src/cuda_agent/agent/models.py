@@ -136,9 +136,10 @@ class OpenAIChatModel:
         body: dict[str, Any] = {
             "model": self.name,
             "messages": messages,
-            "tools": tools,
             "max_tokens": max_tokens,
         }
+        if tools:  # hosted APIs reject an empty tool list
+            body["tools"] = tools
         if self.temperature is not None:
             body["temperature"] = self.temperature
         last_error = ""

@@ -10,10 +10,11 @@ one (highest speed-up vs torch.compile, then vs eager), as the paper reports the
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from cuda_agent.core.jsonl import append_line, read_lines
 
 RESULTS_FILE = "results.jsonl"
 RUN_FILE = "run.json"
@@ -41,34 +42,16 @@ class AttemptRecord:
 
 
 def append_record(run_dir: Path, record: AttemptRecord) -> None:
-    path = run_dir / RESULTS_FILE
-    torn = path.exists() and path.stat().st_size > 0 and _last_byte(path) != b"\n"
-    with open(path, "a", encoding="utf-8") as handle:
-        if torn:  # a crash cut the last line: keep the new record on a line of its own
-            handle.write("\n")
-        handle.write(json.dumps(asdict(record), default=str) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-
-
-def _last_byte(path: Path) -> bytes:
-    with open(path, "rb") as handle:
-        handle.seek(-1, os.SEEK_END)
-        return handle.read(1)
+    append_line(run_dir / RESULTS_FILE, asdict(record))
 
 
 def read_records(run_dir: Path) -> list[AttemptRecord]:
-    path = run_dir / RESULTS_FILE
-    if not path.exists():
-        return []
     records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
+    for row in read_lines(run_dir / RESULTS_FILE):
         try:
-            records.append(AttemptRecord(**json.loads(line)))
-        except (json.JSONDecodeError, TypeError):
-            continue  # a line torn by a crash: that attempt is simply run again
+            records.append(AttemptRecord(**row))
+        except TypeError:
+            continue  # not a record of ours: that attempt is simply run again
     return records
 
 

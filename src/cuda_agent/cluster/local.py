@@ -5,7 +5,8 @@ device from the free list, runs ``execute`` with that device pinned (``CUDA_VISI
 and gives the device back: exactly one job per GPU at a time. Spare workers keep a warm process
 ready per device. ``submit`` blocks once ``max_pending`` jobs are queued (back-pressure).
 On the cpu backend the "devices" are evaluation slots (default one: timings on a shared CPU
-would disturb each other).
+would disturb each other). Raw worker tasks (``submit_worker``) take ``worker_slots`` per
+device; they serialise their own timing with the device lock.
 """
 
 from __future__ import annotations
@@ -15,9 +16,16 @@ import queue
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from cuda_agent.cluster.pool import EvalJob, EvalPool, with_retries
+from cuda_agent.cluster.pool import (
+    EvalJob,
+    EvalPool,
+    WorkerTaskResult,
+    run_worker_task,
+    with_retries,
+)
 from cuda_agent.core.types import EvalResult
 from cuda_agent.evaluator.pipeline import execute, prepare
+from cuda_agent.evaluator.worker.protocol import WorkerRequest
 
 MULTICAST_OFF = {
     "NCCL_NVLS_ENABLE": "0",
@@ -43,6 +51,7 @@ class LocalPool(EvalPool):
         build_workers: int | None = None,
         max_pending: int = 256,
         retries: int = 1,
+        worker_slots: int = 1,
     ) -> None:
         self.backend = backend
         if devices is None:
@@ -53,6 +62,10 @@ class LocalPool(EvalPool):
         self._free: queue.Queue[str] = queue.Queue()
         for device in self._devices:
             self._free.put(device)
+        self._task_slots: queue.Queue[str] = queue.Queue()
+        for _ in range(max(1, worker_slots)):
+            for device in self._devices:
+                self._task_slots.put(device)
         self._builds = threading.Semaphore(build_workers or max(1, (os.cpu_count() or 2) - 1))
         self._pending = threading.BoundedSemaphore(max_pending)
         self._executor = ThreadPoolExecutor(max_workers=max_pending, thread_name_prefix="eval-job")
@@ -71,8 +84,21 @@ class LocalPool(EvalPool):
         future.add_done_callback(lambda _: self._pending.release())
         return future
 
+    def submit_worker(self, request: WorkerRequest, timeout_s: float) -> Future[WorkerTaskResult]:
+        self._pending.acquire()
+        future = self._executor.submit(self._run_task, request, timeout_s)
+        future.add_done_callback(lambda _: self._pending.release())
+        return future
+
     def close(self) -> None:
         self._executor.shutdown(wait=True)
+
+    def _run_task(self, request: WorkerRequest, timeout_s: float) -> WorkerTaskResult:
+        device = self._task_slots.get()
+        try:
+            return run_worker_task(request, timeout_s, self._env(device))
+        finally:
+            self._task_slots.put(device)
 
     def _run(self, job: EvalJob) -> EvalResult:
         def attempt() -> EvalResult:

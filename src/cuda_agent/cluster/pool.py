@@ -4,18 +4,29 @@ A job is one evaluation (problem, solution, options). Pools split it the same wa
 (static check and build: CPU only) then ``execute`` (the worker process, on one device).
 Infrastructure failures (an exception inside the pool, or an ``internal`` stage error) are
 retried; a candidate's failure is a verdict and never retried.
+
+Pools also run raw worker requests on their devices (``submit_worker``): the dataset
+synthesiser's checks use it. Several such tasks may share a device (``worker_slots``); the
+worker itself takes the device's timing lock (``device_lock``) around anything it measures.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import secrets
+import shutil
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
+from cuda_agent.core.locks import device_lock_path
+from cuda_agent.core.paths import ensure_dir, scratch_dir
 from cuda_agent.core.types import EvalResult, Problem, Solution, StageError
 from cuda_agent.evaluator.options import EvalOptions
+from cuda_agent.evaluator.worker.protocol import WorkerRequest
 
 log = logging.getLogger(__name__)
 
@@ -27,11 +38,26 @@ class EvalJob:
     options: EvalOptions
 
 
+@dataclass
+class WorkerTaskResult:
+    """What a raw worker request gave: its record (None if the worker died) and events."""
+
+    record: dict[str, Any] | None
+    events: list[dict[str, Any]] = field(default_factory=list)
+    error: str = ""
+    device: str = ""
+
+
 class EvalPool(ABC):
     """Evaluate many jobs concurrently; results come back as futures."""
 
     @abstractmethod
     def submit(self, job: EvalJob) -> Future[EvalResult]: ...
+
+    @abstractmethod
+    def submit_worker(
+        self, request: WorkerRequest, timeout_s: float
+    ) -> Future[WorkerTaskResult]: ...
 
     @abstractmethod
     def close(self) -> None: ...
@@ -72,3 +98,32 @@ def with_retries(
     failed.error = StageError("internal", f"the evaluation pool failed: {last}")
     failed.flags.append("pool_failure")
     return failed
+
+
+def run_worker_task(
+    request: WorkerRequest, timeout_s: float, env_extra: dict[str, str]
+) -> WorkerTaskResult:
+    """Run ``request`` in a fresh sandboxed worker on the device ``env_extra`` selects."""
+    from cuda_agent.evaluator.worker_process import run_worker, worker_env
+
+    visible = env_extra.get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES"))
+    lock = device_lock_path(request.backend, visible)
+    ensure_dir(lock.parent)
+    lock.touch(exist_ok=True)
+    request.lock_path = str(lock)
+    scratch = ensure_dir(scratch_dir()) / f"task-{secrets.token_hex(6)}"
+    try:
+        outcome = run_worker(
+            request,
+            timeout_s=timeout_s,
+            scratch=scratch,
+            env=worker_env(env_extra),
+            sandboxed=True,
+        )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    error = ""
+    if outcome.record is None:
+        tail = outcome.stderr_tail.strip().splitlines()[-1:] or [""]
+        error = f"the worker {outcome.death_reason()} {tail[0]}".strip()
+    return WorkerTaskResult(outcome.record, outcome.events, error, visible or request.backend)

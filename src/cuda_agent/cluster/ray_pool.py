@@ -4,7 +4,9 @@ Builds run as Ray tasks (``num_cpus=1``, on any node); device work runs in actor
 (``num_gpus=1``: Ray pins each actor's ``CUDA_VISIBLE_DEVICES``), or one per CPU slot on the cpu
 backend. Each actor serves one job at a time, so each GPU has exactly one job. Built modules
 travel with the job (``artifacts``). An actor that dies is replaced and the job retried; a
-candidate's failure is a verdict. ``ray`` is imported only here, and only when used.
+candidate's failure is a verdict. Raw worker tasks (``submit_worker``) run ``worker_slots`` at
+a time per actor (a threaded actor); they serialise their own timing with the device lock.
+``ray`` is imported only here, and only when used.
 Every node needs this package installed.
 """
 
@@ -17,8 +19,15 @@ from typing import Any
 
 from cuda_agent.cluster.artifacts import pack, unpack
 from cuda_agent.cluster.local import MULTICAST_OFF
-from cuda_agent.cluster.pool import EvalJob, EvalPool, with_retries
+from cuda_agent.cluster.pool import (
+    EvalJob,
+    EvalPool,
+    WorkerTaskResult,
+    run_worker_task,
+    with_retries,
+)
 from cuda_agent.core.types import EvalResult
+from cuda_agent.evaluator.worker.protocol import WorkerRequest
 
 
 class DeviceActorImpl:
@@ -39,6 +48,10 @@ class DeviceActorImpl:
         )
         return result
 
+    def run_task(self, request: WorkerRequest, timeout_s: float) -> WorkerTaskResult:
+        env = dict(MULTICAST_OFF) if self.backend == "cuda" else {}
+        return run_worker_task(request, timeout_s, env)
+
 
 def prepare_job(job: EvalJob) -> tuple[Any, dict[str, bytes]]:
     from cuda_agent.evaluator.pipeline import prepare
@@ -56,6 +69,7 @@ class RayPool(EvalPool):
         max_pending: int = 256,
         retries: int = 1,
         local_cpus: int | None = None,
+        worker_slots: int = 1,
     ) -> None:
         import ray
 
@@ -81,12 +95,16 @@ class RayPool(EvalPool):
         else:
             count = workers or 1
             self._actor_options = {"num_cpus": 1}
+        self._actor_options["max_concurrency"] = max(1, worker_slots)
         self._actor_class = ray.remote(DeviceActorImpl)
         self._prepare = ray.remote(num_cpus=1)(prepare_job)
         self._actors = [self._new_actor() for _ in range(count)]
         self._free: queue.Queue[int] = queue.Queue()
+        self._task_slots: queue.Queue[int] = queue.Queue()
         for index in range(count):
             self._free.put(index)
+            for _ in range(max(1, worker_slots)):
+                self._task_slots.put(index)
         self._pending = threading.BoundedSemaphore(max_pending)
         self._executor = ThreadPoolExecutor(max_workers=max_pending, thread_name_prefix="ray-job")
         self.retries = retries
@@ -101,6 +119,22 @@ class RayPool(EvalPool):
         future = self._executor.submit(self._run, job)
         future.add_done_callback(lambda _: self._pending.release())
         return future
+
+    def submit_worker(self, request: WorkerRequest, timeout_s: float) -> Future[WorkerTaskResult]:
+        self._pending.acquire()
+        future = self._executor.submit(self._run_task, request, timeout_s)
+        future.add_done_callback(lambda _: self._pending.release())
+        return future
+
+    def _run_task(self, request: WorkerRequest, timeout_s: float) -> WorkerTaskResult:
+        index = self._task_slots.get()
+        try:
+            result: WorkerTaskResult = self._ray.get(
+                self._actors[index].run_task.remote(request, timeout_s)
+            )
+            return result
+        finally:
+            self._task_slots.put(index)
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)

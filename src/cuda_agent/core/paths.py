@@ -23,6 +23,11 @@ def baselines_dir() -> Path:
     return cache_root() / "baselines"
 
 
+def locks_dir() -> Path:
+    """Lock files that serialise timing on one device across worker processes."""
+    return cache_root() / "locks"
+
+
 def scratch_dir() -> Path:
     return cache_root() / "scratch"
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import cuda_agent
-from cuda_agent.core.paths import builds_dir, cache_root
+from cuda_agent.core.paths import builds_dir, cache_root, ensure_dir, locks_dir
 from cuda_agent.evaluator.build.builder import PRIVATE_BUILDS_ENV
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
 from cuda_agent.workspace.sandbox import Sandbox, SandboxPolicy
@@ -138,7 +138,7 @@ def worker_sandbox(backend: str, env: dict[str, str], folder: Path) -> Sandbox:
         address_space_bytes=None if backend == "cuda" else 64 << 30,
         file_size_bytes=4 << 30,
         open_files=8192,
-        bind_ro=(builds_dir(),),
+        bind_ro=(builds_dir(), ensure_dir(locks_dir())),
         gpu=backend == "cuda",
         inherit_env=True,
         extra_env={**env, **extra},

@@ -55,6 +55,10 @@ def main() -> int:
             from cuda_agent.evaluator.worker.baseline import run_baseline_compile
 
             result = run_baseline_compile(request)
+        elif request.mode == "synth_check":
+            from cuda_agent.evaluator.worker.synth_check import run_synth_check
+
+            result = run_synth_check(request, channel)
         else:
             from cuda_agent.evaluator.worker.profile_run import run_profile_run
 

@@ -25,7 +25,12 @@ from cuda_agent.evaluator.worker.device import Device, make_device
 from cuda_agent.evaluator.worker.modules import describe_exception
 from cuda_agent.evaluator.worker.precision import apply_precision
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
-from cuda_agent.evaluator.worker.reference import PROBLEM_FILE, ProblemFailure, build_reference
+from cuda_agent.evaluator.worker.reference import (
+    PROBLEM_FILE,
+    ProblemFailure,
+    Reference,
+    build_reference,
+)
 from cuda_agent.evaluator.worker.tensors import (
     clone_nested,
     derive_seed,
@@ -43,15 +48,17 @@ def run_check_problem(req: WorkerRequest) -> dict[str, Any]:
     apply_precision(req.precision)
     device = make_device(req.backend, req.cpu_threads)
     try:
-        return _check(req, device)
+        report, _ = check_reference(req.problem_source, req.seed, req.atol, req.rtol, device)
+        return report
     except ProblemFailure as err:
         return {"ok": False, "error": str(err)}
 
 
-def _check(req: WorkerRequest, device: Device) -> dict[str, Any]:
-    ref = build_reference(
-        req.problem_source, req.seed, device, verify_trials=INPUT_DRAWS, timing_sets=0
-    )
+def check_reference(
+    source: str, seed: int, atol: float, rtol: float, device: Device
+) -> tuple[dict[str, Any], Reference]:
+    """Run and lint the problem ``source``; the report, and the reference it built."""
+    ref = build_reference(source, seed, device, verify_trials=INPUT_DRAWS, timing_sets=0)
     times: list[float] = []
     outputs = [_forward(ref.model, inputs, device, times) for inputs in ref.verify_sets]
     again = _forward(ref.model, ref.verify_sets[0], device, times)
@@ -63,7 +70,6 @@ def _check(req: WorkerRequest, device: Device) -> dict[str, Any]:
             bool(torch.isfinite(t).all()) for t in iter_tensors(out) if t.is_floating_point()
         ):
             raise ProblemFailure("Model.forward returned NaN or infinite values")
-    atol, rtol = req.atol, req.rtol
     lint: list[str] = []
     warnings: list[str] = []
     if not compare(outputs[0], again, atol, rtol).ok:
@@ -75,8 +81,8 @@ def _check(req: WorkerRequest, device: Device) -> dict[str, Any]:
     params = sum(p.numel() for p in ref.model.parameters())
     if params:
         other = build_reference(
-            req.problem_source,
-            derive_seed(req.seed, "other-init"),
+            source,
+            derive_seed(seed, "other-init"),
             device,
             verify_trials=1,
             timing_sets=0,
@@ -88,7 +94,7 @@ def _check(req: WorkerRequest, device: Device) -> dict[str, Any]:
         lint.append("zeros_pass")
     if all(compare(out, map_tensors(out, _own_mean), atol, rtol).ok for out in outputs):
         lint.append("constant_pass")
-    return {
+    report = {
         "ok": True,
         "inputs": describe_shapes(ref.verify_sets[0]),
         "outputs": describe_shapes(outputs[0]),
@@ -98,6 +104,7 @@ def _check(req: WorkerRequest, device: Device) -> dict[str, Any]:
         "warnings": warnings,
         "device": device.info(),
     }
+    return report, ref
 
 
 def _forward(model: torch.nn.Module, inputs: list[Any], device: Device, times: list[float]) -> Any:

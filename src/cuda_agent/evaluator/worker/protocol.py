@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-MODES = ("evaluate", "check_problem", "baseline_compile", "profile_run")
+MODES = ("evaluate", "check_problem", "baseline_compile", "profile_run", "synth_check")
 
 
 @dataclass
@@ -52,6 +52,9 @@ class WorkerRequest:
     ncu_kernels: int = 0
     timing: TimingOptions = field(default_factory=TimingOptions)
     result_fd: int = -1
+    lock_path: str = ""  # the device's timing lock (set by the pool for shared devices)
+    batch: list[dict[str, Any]] = field(default_factory=list)  # synth_check: problems
+    window_ms: list[float] = field(default_factory=list)  # synth_check: eager runtime window
 
     def to_json(self) -> str:
         data = dict(self.__dict__)
