@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from cuda_agent.bench.metrics import compute_metrics
@@ -25,8 +24,7 @@ from cuda_agent.cli.common import (
     resolve_backend,
     resolve_size,
 )
-from cuda_agent.cluster.local import LocalPool
-from cuda_agent.cluster.pool import EvalPool
+from cuda_agent.cli.pools import make_pool, progress_bar
 from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.problems.sets import load_problem_set
@@ -63,7 +61,7 @@ def run_command(
     if (solutions is None) == (not model):
         raise CudaAgentError("give either --solutions DIR or --model/--base-url (agent mode)")
     pool = make_pool(chosen, workers, ray)
-    with pool, _progress() as progress:
+    with pool, progress_bar() as progress:
         task = progress.add_task("bench", total=len(problem_list) * (attempts if model else 1))
         seen: list[AttemptRecord] = list(read_records(out)) if out.exists() else []
         progress.update(task, completed=len(seen))
@@ -133,33 +131,6 @@ def resolve_comparison(spec: str) -> tuple[str, dict[str, Any]]:
     if not records:
         raise CudaAgentError(f"{spec}: not a run folder (no results) nor paper:MODEL")
     return folder.name, compute_metrics(chosen_attempts(records))
-
-
-def make_pool(backend: str, workers: int | None, ray: str | None) -> EvalPool:
-    if ray:
-        from cuda_agent.cluster.ray_pool import RayPool
-
-        return RayPool(backend, address=None if ray == "local" else ray, workers=workers)
-    devices = (
-        None
-        if workers is None
-        else (
-            [str(i) for i in range(workers)]
-            if backend == "cuda"
-            else [f"cpu{i}" for i in range(workers)]
-        )
-    )
-    return LocalPool(backend, devices=devices)
-
-
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        console=err_console,
-    )
 
 
 def _print_table(rows: list[tuple[str, dict[str, Any]]]) -> None:

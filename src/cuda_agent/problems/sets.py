@@ -1,4 +1,5 @@
-"""Problem sets: the bundled set, a KernelBench checkout read in place, or a folder of files.
+"""Problem sets: the bundled set, a KernelBench checkout read in place, a folder of files, or a
+synthesised dataset.
 
 ``resolve_problem`` turns what a user types (a bundled id or a path) into a ``Problem``;
 ``load_problem_set`` lists a whole set. Nothing here runs problem code.
@@ -14,9 +15,11 @@ from pathlib import Path
 
 from cuda_agent.core.errors import ProblemError
 from cuda_agent.core.types import Problem
+from cuda_agent.problems.dataset import DATASET_SUFFIXES, dataset_problems
 from cuda_agent.problems.loader import load_problem_file
 
 BUNDLED = "bundled"
+DATASET_FILE = "dataset.jsonl"
 KERNELBENCH_ID = re.compile(r"^L(\d+)_(.+)$")
 
 
@@ -113,11 +116,16 @@ def folder_problems(folder: Path, size: str = "standard") -> list[Problem]:
 def load_problem_set(
     spec: str, levels: tuple[int, ...] | None = None, size: str = "standard"
 ) -> list[Problem]:
-    """``bundled``, a KernelBench checkout, a folder of problem files, or one file."""
+    """``bundled``, a KernelBench checkout, a folder of problem files, one file, or a
+    synthesised dataset (``.jsonl`` / ``.parquet``, or the synthesis run folder)."""
     if spec == BUNDLED:
         problems = bundled_problems(size)
         return [p for p in problems if not levels or p.level in levels]
     path = Path(spec).expanduser()
+    if path.is_dir() and (path / DATASET_FILE).is_file():  # a synthesis run folder
+        path = path / DATASET_FILE
+    if path.is_file() and path.suffix in DATASET_SUFFIXES:
+        return dataset_problems(path)
     if path.is_file():
         return [load_problem_file(path, size=size)]
     if not path.is_dir():

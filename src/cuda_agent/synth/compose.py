@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +44,7 @@ class ScaleProfile:
     @classmethod
     def named(cls, name: str) -> ScaleProfile:
         if name == "gpu":
-            return cls(1 << 24, 1 << 28, (128, 256, 512, 1024, 2048))
+            return cls(1 << 25, 1 << 29, (128, 256, 512, 1024, 2048))
         if name == "cpu":
             return cls(1 << 12, 1 << 16, (16, 32, 64))
         raise ValueError(f"unknown scale {name!r} (gpu or cpu)")
@@ -119,7 +120,7 @@ def _chain(
                 spec.module_args(current, rng.choice(scale.widths)) if spec.kind == "module" else {}
             )
             out = _infer(spec, args, current)
-            if out is not None and 0 < _numel(out) <= 4 * scale.max_elements:
+            if out is not None and 0 < _numel(out) <= 2 * scale.max_elements:
                 steps.append((spec, args))
                 current = out
                 break
@@ -130,7 +131,8 @@ def _chain(
 
 def _infer(spec: OpSpec, args: dict[str, Any], shape: tuple[int, ...]) -> tuple[int, ...] | None:
     try:
-        with torch.device("meta"):
+        with warnings.catch_warnings(), torch.device("meta"):
+            warnings.simplefilter("ignore")
             x = torch.empty(shape)
             if spec.kind == "module":
                 out = getattr(nn, spec.name)(**args)(x)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from cuda_agent.core.jsonl import read_lines
+from cuda_agent.problems.dataset import JSON_COLUMNS
 from cuda_agent.synth.filters import ALL_FILTERS
 from cuda_agent.synth.run import CONFIG_FILE, SESSIONS_FILE, read_verdicts
 
@@ -48,7 +49,6 @@ COLUMNS = (
     "closest",
     "backend",
 )
-JSON_COLUMNS = ("inputs", "outputs")  # nested shape descriptions: JSON text in parquet
 SIMILARITY_BINS = 10
 
 
@@ -93,20 +93,6 @@ def write_parquet(path: Path, rows: list[dict[str, Any]]) -> bool:
     }
     pq.write_table(pa.table(columns), path)
     return True
-
-
-def read_dataset(path: Path) -> list[dict[str, Any]]:
-    """Rows of a dataset file (``.jsonl`` or ``.parquet``), nested values decoded."""
-    if path.suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        rows = pq.read_table(path).to_pylist()
-        for row in rows:
-            for key in JSON_COLUMNS:
-                if isinstance(row.get(key), str):
-                    row[key] = json.loads(row[key])
-        return rows
-    return read_lines(path)
 
 
 def run_stats(

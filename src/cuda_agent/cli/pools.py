@@ -1,0 +1,44 @@
+"""Pools and progress bars shared by the commands that run many evaluations (bench, synth)."""
+
+from __future__ import annotations
+
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from cuda_agent.cli.common import err_console
+from cuda_agent.cluster.local import LocalPool
+from cuda_agent.cluster.pool import EvalPool
+
+
+def make_pool(
+    backend: str, workers: int | None, ray: str | None, worker_slots: int = 1
+) -> EvalPool:
+    """A ``RayPool`` for ``--ray`` (``local`` or an address), else a ``LocalPool``."""
+    if ray:
+        from cuda_agent.cluster.ray_pool import RayPool
+
+        return RayPool(
+            backend,
+            address=None if ray == "local" else ray,
+            workers=workers,
+            worker_slots=worker_slots,
+        )
+    devices = (
+        None
+        if workers is None
+        else (
+            [str(i) for i in range(workers)]
+            if backend == "cuda"
+            else [f"cpu{i}" for i in range(workers)]
+        )
+    )
+    return LocalPool(backend, devices=devices, worker_slots=worker_slots)
+
+
+def progress_bar() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=err_console,
+    )
