@@ -12,16 +12,20 @@ from pathlib import Path
 import pytest
 
 from cuda_agent.cluster.local import LocalPool
+from cuda_agent.problems.dataset import read_dataset
 from cuda_agent.problems.sets import bundled_root, load_problem_set
 from cuda_agent.synth.compose import Candidate
 from cuda_agent.synth.decontam import Decontaminator
 from cuda_agent.synth.export import export_run
-from cuda_agent.problems.dataset import read_dataset
 from cuda_agent.synth.filters import StaticFilters
 from cuda_agent.synth.run import SynthConfig, SynthConfigError, SynthRun, read_verdicts
 
 HEAD = "import torch\nimport torch.nn as nn\n\n"
-INPUTS = "\n\ndef get_inputs():\n    return [torch.randn({shape})]\n\n\ndef get_init_inputs():\n    return []\n"
+INPUTS = (
+    "\n\ndef get_inputs():\n    return [torch.randn({shape})]\n"
+    "\n\ndef get_init_inputs():\n    return []\n"
+)
+ONES = "        self.w = nn.Parameter(torch.ones(32))"
 
 
 def problem(forward: str, shape: str = "64, 32", init: str = "") -> str:
@@ -50,7 +54,10 @@ PLANTED = {
     5: ("runs_eager", problem("x.view(7, -1, 3)")),
     6: ("deterministic", problem("x + torch.rand_like(x)")),  # stochastic
     7: ("depends_on_inputs", problem("torch.ones_like(x) * 3.0")),
-    8: ("depends_on_weights", problem("x * self.w", init="        self.w = nn.Parameter(torch.ones(32))")),
+    8: (
+        "depends_on_weights",
+        problem("x * self.w", init=ONES),
+    ),
     9: ("non_degenerate", problem("torch.sign(x) * 0.009")),  # near zero: zeros would pass
     10: ("runtime_window", problem("torch.cumsum(x, 0)", shape="1500, 1500")),  # too slow
     11: ("runs_eager", problem("__import__('os')._exit(3) or x")),  # kills its worker
@@ -61,7 +68,9 @@ def planted(seed: int) -> Candidate:
     if seed == 12:
         raise RuntimeError("no valid operator stack")
     source = PLANTED[seed][1]
-    return Candidate(f"planted_{seed}", seed, source, ["tanh"], "test", (64, 32), (64, 32), "torch#1")
+    return Candidate(
+        f"planted_{seed}", seed, source, ["tanh"], "test", (64, 32), (64, 32), "torch#1"
+    )
 
 
 def make_run(out: Path, pool: LocalPool, n: int, window: tuple[float, float]) -> SynthRun:
@@ -99,9 +108,8 @@ def test_each_filter_rejects_its_planted_problem_and_runs_resume(tmp_path: Path)
     rejected = (out / "rejected.jsonl").read_text().splitlines()
     assert len(rejected) == 12
 
-    with pytest.raises(SynthConfigError, match="runtime_ms"):
-        with LocalPool("cpu") as pool:
-            make_run(out, pool, 13, (0.0, 5.0)).run()
+    with pytest.raises(SynthConfigError, match="runtime_ms"), LocalPool("cpu") as pool:
+        make_run(out, pool, 13, (0.0, 5.0)).run()
 
 
 def test_export_round_trip_loads_as_a_problem_set(tmp_path: Path) -> None:
@@ -110,9 +118,7 @@ def test_export_round_trip_loads_as_a_problem_set(tmp_path: Path) -> None:
     out = tmp_path / "run"
     with LocalPool("cpu", worker_slots=2) as pool:
         config = SynthConfig(n=3, backend="cpu", batch_size=3)
-        SynthRun(
-            config, out, pool, lambda s: compose(s, scale=ScaleProfile.named("cpu"))
-        ).run()
+        SynthRun(config, out, pool, lambda s: compose(s, scale=ScaleProfile.named("cpu"))).run()
     stats = export_run(out)
     accepted = [v for v in read_verdicts(out) if v["accepted"]]
     assert stats["accepted"] == len(accepted) >= 1

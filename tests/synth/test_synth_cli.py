@@ -22,9 +22,11 @@ def test_synth_cli_runs_resumes_and_exports(tmp_path: Path) -> None:
     stats = json.loads((out / "stats.json").read_text())
     assert stats["candidates"] == 5
     window = {row["filter"]: row for row in stats["filters"]}["runtime_window"]
-    assert window["reached"] + sum(
-        row["rejected"] for row in stats["filters"][: stats["filters"].index(window)]
-    ) == 5
+    assert (
+        window["reached"]
+        + sum(row["rejected"] for row in stats["filters"][: stats["filters"].index(window)])
+        == 5
+    )
     assert (out / "dataset.jsonl").read_text() == ""
     export = cli("synth", "--out", str(out), "--export-only")
     assert export.returncode == 0 and "0 of 5" in export.stdout
