@@ -3,6 +3,8 @@
 #   bash benchmarks/gpu_suite.sh A   GPU tests, evaluation latency, stream exploit, timing fidelity
 #   bash benchmarks/gpu_suite.sh B   the peer: KernelBench's evaluator on the same measurements
 #   bash benchmarks/gpu_suite.sh C   build times (benchmarks/build_cache.py, cuda backend)
+#   bash benchmarks/gpu_suite.sh D   dataset synthesis: 1,000 programmatic candidates (every GPU)
+#   bash benchmarks/gpu_suite.sh E   the replayed agent demo on the cuda backend
 # Needs a KernelBench checkout in .kb/ and, for KernelBench's evaluator, wheels in .whl/
 # (pydantic and friends; see benchmarks/kernelbench_peer.py). Logs go to $OUT (or ./gpu-results).
 set -u
@@ -40,8 +42,19 @@ B)
 C)
   timeout 100 python3 benchmarks/build_cache.py --backend cuda --skip-peer | tee "$OUT/build_cache.txt"
   ;;
+D)
+  nvidia-smi -L
+  timeout "${SYNTH_TIMEOUT:-480}" python3 -m cuda_agent synth --n "${SYNTH_N:-1000}" \
+    --backend cuda --decontaminate-against .kb --worker-slots "${SYNTH_SLOTS:-6}" \
+    --batch-size 16 --out "$OUT/synth" >"$OUT/synth.log" 2>&1
+  echo "synth exit $?"
+  python3 -m cuda_agent synth --out "$OUT/synth" --export-only 2>&1 | tail -25
+  ;;
+E)
+  timeout 240 python3 -m cuda_agent demo --backend cuda --out "$OUT/demo" 2>&1 | tee "$OUT/demo.txt"
+  ;;
 *)
-  echo "usage: $0 A|B|C" >&2
+  echo "usage: $0 A|B|C|D|E" >&2
   exit 2
   ;;
 esac

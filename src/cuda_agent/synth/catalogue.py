@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import inspect
 import re
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -144,6 +145,12 @@ def _divisor(channels: int) -> int:
 
 @functools.lru_cache(maxsize=1)
 def torch_catalogue() -> tuple[OpSpec, ...]:
+    with warnings.catch_warnings():  # probing odd shapes makes some modules warn
+        warnings.simplefilter("ignore")
+        return _crawl_torch()
+
+
+def _crawl_torch() -> tuple[OpSpec, ...]:
     specs: list[OpSpec] = []
     for name in sorted(dir(nn)):
         cls = getattr(nn, name)
