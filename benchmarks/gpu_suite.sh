@@ -49,9 +49,11 @@ D)
     --batch-size 16 --out "$OUT/synth" >"$OUT/synth.log" 2>&1
   echo "synth exit $?"
   python3 -m cuda_agent synth --out "$OUT/synth" --export-only 2>&1 | tail -25
+  tar czf "$OUT/synth.tgz" -C "$OUT" synth && rm -rf "$OUT/synth"  # one file comes back
   ;;
 E)
   timeout 240 python3 -m cuda_agent demo --backend cuda --out "$OUT/demo" 2>&1 | tee "$OUT/demo.txt"
+  tar czf "$OUT/demo.tgz" -C "$OUT" demo && rm -rf "$OUT/demo"
   ;;
 *)
   echo "usage: $0 A|B|C|D|E" >&2

@@ -102,3 +102,20 @@ def test_hidden_paths_are_empty(tmp_path: Path) -> None:
     finally:
         sh.close()
     assert os.path.exists(secret / "baseline.json")
+
+
+@pytest.mark.parametrize("use_bwrap", [pytest.param(True, marks=needs_bwrap), False])
+def test_cuda_agent_command_exists_even_when_not_installed(
+    tmp_path: Path, use_bwrap: bool
+) -> None:
+    """The workspace commands run through a launcher on PATH, not only an installed script."""
+    sh = shell(tmp_path, use_bwrap)
+    try:
+        result = sh.run('echo "$PATH"; "$TMPDIR/.bin/cuda-agent" --version', 60)
+    finally:
+        sh.close()
+    from cuda_agent import __version__
+
+    assert result.exit_code == 0, result.output
+    path_line, version = result.output.strip().splitlines()[-2:]
+    assert "/.bin" in path_line and version == __version__

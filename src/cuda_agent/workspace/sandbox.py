@@ -26,6 +26,16 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 _warned_fallback = False
+LAUNCHER_DIR = ".bin"
+
+
+def _write_launcher(folder: Path) -> None:
+    """A ``cuda-agent`` script that runs this Python's ``-m cuda_agent`` (found on ``PATH``
+    after the interpreter's own bin folder, where an installed console script would be)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "cuda-agent"
+    script.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m cuda_agent "$@"\n')
+    script.chmod(0o755)
 
 
 @dataclass(frozen=True)
@@ -89,6 +99,7 @@ class Sandbox:
         self.policy = policy
         self.mode = "bwrap" if (bwrap_usable() if use_bwrap is None else use_bwrap) else "rlimits"
         policy.tmpdir.mkdir(parents=True, exist_ok=True)
+        _write_launcher(policy.tmpdir / LAUNCHER_DIR)
         if self.mode == "rlimits":
             global _warned_fallback
             if not _warned_fallback:
@@ -101,11 +112,18 @@ class Sandbox:
     def environment(self) -> dict[str, str]:
         if self.policy.inherit_env:
             return {**os.environ, **self.policy.extra_env}
-        bin_dirs = [str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]
+        tmp = "/tmp" if self.mode == "bwrap" else str(self.policy.tmpdir)
+        bin_dirs = [
+            str(Path(sys.executable).parent),
+            f"{tmp}/{LAUNCHER_DIR}",  # `cuda-agent` even where the package is not installed
+            "/usr/local/bin",
+            "/usr/bin",
+            "/bin",
+        ]
         env = {
             "PATH": os.pathsep.join(dict.fromkeys(bin_dirs)),
             "HOME": str(self.policy.workdir),
-            "TMPDIR": "/tmp" if self.mode == "bwrap" else str(self.policy.tmpdir),
+            "TMPDIR": tmp,
             "LANG": "C.UTF-8",
             "LC_ALL": "C.UTF-8",
             "TERM": "dumb",
