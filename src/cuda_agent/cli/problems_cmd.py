@@ -1,16 +1,15 @@
-"""``cuda-agent problems list|check``: browse problem sets and validate problem files."""
+"""``cuda-agent problems list|check|lint``: browse problem sets and validate problem files."""
 
 from __future__ import annotations
 
 import json
+from concurrent.futures import as_completed
 from pathlib import Path
 
 import typer
-from rich.progress import Progress
 from rich.table import Table
 
 from cuda_agent.cli.common import (
-    err_console,
     fail,
     one_line_errors,
     out_console,
@@ -19,8 +18,10 @@ from cuda_agent.cli.common import (
     resolve_backend,
     resolve_size,
 )
+from cuda_agent.cli.pools import make_pool, progress_bar
 from cuda_agent.core.errors import ProblemError
-from cuda_agent.evaluator.problem_check import check_problem_runtime
+from cuda_agent.core.types import Problem
+from cuda_agent.evaluator.problem_check import check_problem_runtime, check_report, check_request
 from cuda_agent.problems.sets import load_problem_set, resolve_problem
 
 app = typer.Typer(help="List and check problem sets.", no_args_is_help=True)
@@ -94,25 +95,51 @@ def lint_command(
     timeout: float = typer.Option(600.0, help="Seconds per problem."),
     out: Path | None = typer.Option(None, help="Write the full report (JSON) here."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    workers: int | None = typer.Option(None, help="Devices (default: every GPU)."),
+    worker_slots: int = typer.Option(1, help="Problems checked at once on each device."),
 ) -> None:
-    """Lint a whole problem set for degenerate or broken problems."""
+    """Lint a whole problem set for degenerate or broken problems (on the evaluation pool).
+
+    With several problems per device, one that runs out of device memory is checked again
+    alone afterwards, so a crowded GPU never makes a problem look broken.
+    """
     chosen = resolve_backend(backend)
     problems = load_problem_set(set_, parse_levels(levels), resolve_size(size, chosen))
     report: dict[str, dict[str, object]] = {}
-    with Progress(console=err_console, transient=True) as progress:
+    with progress_bar() as progress:
         task = progress.add_task("linting", total=len(problems))
-        for problem in problems:
-            progress.update(task, description=f"linting {problem.id}")
-            result = check_problem_runtime(problem, chosen, timeout_s=timeout)
-            report[problem.id] = {
-                "ok": result.get("ok"),
-                "lint": result.get("lint", []),
-                "error": result.get("error"),
-                "path": str(problem.path),
-            }
-            progress.advance(task)
-            if out is not None:
-                out.write_text(json.dumps(report, indent=1))
+
+        def lint_all(batch: list[Problem], slots: int) -> None:
+            with make_pool(chosen, workers, None, slots) as pool:
+                futures = {pool.submit_worker(check_request(p, chosen), timeout): p for p in batch}
+                for future in as_completed(futures):
+                    problem = futures[future]
+                    task_result = future.result()
+                    result = (
+                        check_report(task_result.record)
+                        if task_result.record is not None
+                        else {"ok": False, "error": task_result.error}
+                    )
+                    report[problem.id] = {
+                        "ok": result.get("ok"),
+                        "lint": result.get("lint", []),
+                        "error": result.get("error"),
+                        "forward_ms": result.get("forward_ms"),
+                        "path": str(problem.path),
+                    }
+                    progress.update(task, completed=len(report), description=problem.id)
+                    if out is not None:
+                        out.write_text(json.dumps(report, indent=1))
+
+        lint_all(problems, worker_slots)
+        crowded = [p for p in problems if "out of memory" in str(report[p.id]["error"]).lower()]
+        if crowded and worker_slots > 1:
+            for problem in crowded:
+                del report[problem.id]
+            lint_all(crowded, 1)
+    report = {p.id: report[p.id] for p in problems}
+    if out is not None:
+        out.write_text(json.dumps(report, indent=1))
     if as_json:
         print_json(report)
         return

@@ -1,4 +1,8 @@
-"""Run a problem once in a worker process (``cuda-agent problems check``) and report on it."""
+"""Run a problem once in a worker process (``cuda-agent problems check|lint``) and report on it.
+
+``check_problem_runtime`` runs one problem in its own worker; ``check_request`` and
+``check_report`` let a pool run many (``problems lint``).
+"""
 
 from __future__ import annotations
 
@@ -20,15 +24,7 @@ def check_problem_runtime(
     cpu_threads: int = 1,
 ) -> dict[str, Any]:
     """``{"ok": True, "inputs": ..., "outputs": ..., ...}`` or ``{"ok": False, "error": ...}``."""
-    request = WorkerRequest(
-        mode="check_problem",
-        nonce="",
-        backend=backend,
-        problem_id=problem.id,
-        problem_source=problem.source,
-        seed=seed,
-        cpu_threads=cpu_threads,
-    )
+    request = check_request(problem, backend, seed, cpu_threads)
     scratch = ensure_dir(scratch_dir()) / f"check-{secrets.token_hex(6)}"
     try:
         outcome = run_worker(request, timeout_s=timeout_s, scratch=scratch)
@@ -41,6 +37,28 @@ def check_problem_runtime(
             "ok": False,
             "error": f"the problem process {outcome.death_reason()} {tail[0]}".strip(),
         }
+    return check_report(record)
+
+
+def check_request(
+    problem: Problem, backend: str, seed: int = 0, cpu_threads: int = 1
+) -> WorkerRequest:
+    """The worker request that runs and lints ``problem`` (mode ``check_problem``)."""
+    return WorkerRequest(
+        mode="check_problem",
+        nonce="",
+        backend=backend,
+        problem_id=problem.id,
+        problem_source=problem.source,
+        seed=seed,
+        cpu_threads=cpu_threads,
+        atol=problem.tolerance.atol,
+        rtol=problem.tolerance.rtol,
+    )
+
+
+def check_report(record: dict[str, Any]) -> dict[str, Any]:
+    """The report in a ``check_problem`` worker's record."""
     if "ok" not in record:  # an internal error record
         error = record.get("error", {})
         return {"ok": False, "error": str(error.get("message", error))}
