@@ -5,6 +5,8 @@
 #   bash benchmarks/gpu_suite.sh C   build times (benchmarks/build_cache.py, cuda backend)
 #   bash benchmarks/gpu_suite.sh D   dataset synthesis: 1,000 programmatic candidates (every GPU)
 #   bash benchmarks/gpu_suite.sh E   the replayed agent demo on the cuda backend
+#   bash benchmarks/gpu_suite.sh F   task lint of KernelBench levels 1-3 (every GPU, shared)
+#   bash benchmarks/gpu_suite.sh G   bench: references as solutions, levels $LEVELS (every GPU)
 # Needs a KernelBench checkout in .kb/ and, for KernelBench's evaluator, wheels in .whl/
 # (pydantic and friends; see benchmarks/kernelbench_peer.py). Logs go to $OUT (or ./gpu-results).
 set -u
@@ -55,8 +57,36 @@ E)
   timeout 240 python3 -m cuda_agent demo --backend cuda --out "$OUT/demo" 2>&1 | tee "$OUT/demo.txt"
   tar czf "$OUT/demo.tgz" -C "$OUT" demo && rm -rf "$OUT/demo"
   ;;
+F)
+  timeout "${LINT_TIMEOUT:-300}" python3 -m cuda_agent problems lint --set .kb --levels 1,2,3 \
+    --backend cuda --worker-slots "${LINT_SLOTS:-6}" --timeout 200 --out "$OUT/kb_lint.json" \
+    >"$OUT/kb_lint.txt" 2>&1
+  echo "lint exit $?"; tail -60 "$OUT/kb_lint.txt"
+  ;;
+G)
+  python3 -m cuda_agent bench references --problems .kb --levels "${LEVELS:-1,2}" --out /tmp/refs
+  timeout "${BENCH_TIMEOUT:-500}" python3 -m cuda_agent bench run --problems .kb \
+    --levels "${LEVELS:-1,2}" --solutions /tmp/refs --backend cuda --baselines eager \
+    --policy off --out "$OUT/bench_refs" >"$OUT/bench.txt" 2>&1
+  echo "bench exit $?"; tail -15 "$OUT/bench.txt"
+  python3 - "$OUT/bench_refs" <<'PY'
+import collections, json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1] + "/results.jsonl") if l.strip()]
+ok = [r for r in rows if r["result"].get("correct")]
+speedups = [r["result"]["speedup_eager"] for r in ok if r["result"].get("speedup_eager")]
+devices = collections.Counter(r["result"].get("details", {}).get("pool_device") for r in rows)
+dev = sorted(abs(1 - s) for s in speedups)
+print(f"problems {len(rows)} correct {len(ok)} devices {dict(devices)}")
+if dev:
+    print(f"|1-speedup| median {statistics.median(dev):.4f} p90 {dev[int(0.9 * len(dev))]:.4f} max {dev[-1]:.4f}")
+for r in rows:
+    if not r["result"].get("correct"):
+        print("FAILED", r["problem_id"], str(r["result"].get("error"))[:200])
+PY
+  tar czf "$OUT/bench_refs.tgz" -C "$OUT" bench_refs && rm -rf "$OUT/bench_refs"
+  ;;
 *)
-  echo "usage: $0 A|B|C|D|E" >&2
+  echo "usage: $0 A|B|C|D|E|F|G" >&2
   exit 2
   ;;
 esac

@@ -95,6 +95,27 @@ def run_command(
     out_console.print(f"results: {out / 'results.jsonl'}; report: cuda-agent bench report {out}")
 
 
+@app.command("references")
+@one_line_errors
+def references_command(
+    out: Path = typer.Option(..., "--out", help="Folder to write <id>.py solutions into."),
+    problems: str = typer.Option("bundled", help="'bundled', a KernelBench checkout, a folder."),
+    levels: str | None = typer.Option(None, help="Only these levels, e.g. 1,2,3."),
+) -> None:
+    """Write each problem's own reference as its solution (``Model`` renamed ``ModelNew``).
+
+    Benchmarking them (``bench run --solutions OUT --policy off``) measures the harness
+    itself: every one must be correct, with speed-ups close to 1.
+    """
+    from cuda_agent.workspace.init import starting_model_new
+
+    problem_list = load_problem_set(problems, parse_levels(levels))
+    out.mkdir(parents=True, exist_ok=True)
+    for problem in problem_list:
+        (out / f"{problem.id}.py").write_text(starting_model_new(problem.source))
+    out_console.print(f"wrote {len(problem_list)} reference solutions to {out}")
+
+
 @app.command("report")
 @one_line_errors
 def report_command(
