@@ -105,9 +105,7 @@ def test_hidden_paths_are_empty(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("use_bwrap", [pytest.param(True, marks=needs_bwrap), False])
-def test_cuda_agent_command_exists_even_when_not_installed(
-    tmp_path: Path, use_bwrap: bool
-) -> None:
+def test_cuda_agent_command_exists_even_when_not_installed(tmp_path: Path, use_bwrap: bool) -> None:
     """The workspace commands run through a launcher on PATH, not only an installed script."""
     sh = shell(tmp_path, use_bwrap)
     try:

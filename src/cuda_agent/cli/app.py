@@ -51,6 +51,9 @@ def _root(
 def main() -> None:
     if wants_forwarding(sys.argv[1:]):  # inside an agent's sandbox: the harness evaluates
         sys.exit(forward(sys.argv[1:]))
+    from cuda_agent.evaluator.worker_process import kill_workers_on_termination
+
+    kill_workers_on_termination()
     app()
 
 

@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,7 +116,35 @@ def spawn_worker(
         else:
             proc = subprocess.Popen(argv, start_new_session=True, cwd=folder, env=env, **common)
     os.close(write_fd)
+    _STARTED.add(proc)
     return WorkerHandle(proc, read_fd, write_fd, folder, _env_key(backend, env, sandboxed))
+
+
+_STARTED: weakref.WeakSet[subprocess.Popen[bytes]] = weakref.WeakSet()
+
+
+def kill_all_workers() -> None:
+    """Kill every worker this process started that is still running (with its group)."""
+    for proc in list(_STARTED):
+        if proc.poll() is None:
+            _kill_group(proc)
+
+
+def kill_workers_on_termination() -> None:
+    """On SIGTERM / SIGHUP, kill our workers first, then die of the signal as usual.
+
+    Workers run in their own sessions (so a deadline can kill a whole group), which also
+    means that killing the command alone would leave them running, holding the GPU.
+    """
+
+    def handler(signum: int, _frame: object) -> None:
+        kill_all_workers()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        with contextlib.suppress(ValueError):  # not the main thread: leave it
+            signal.signal(signum, handler)
 
 
 def worker_sandbox(backend: str, env: dict[str, str], folder: Path) -> Sandbox:
