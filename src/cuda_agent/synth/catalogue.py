@@ -254,12 +254,3 @@ def _deterministic(spec: OpSpec) -> bool:
     except Exception:
         return False
     return bool(torch.equal(a, b))
-
-
-def transformers_blocks() -> list[str]:
-    """Standalone transformers modules we can build (empty when transformers is missing)."""
-    try:
-        import transformers  # noqa: F401
-    except ImportError:
-        return []
-    return []  # no standalone block templates yet (listed as future work in docs/synthesis.md)

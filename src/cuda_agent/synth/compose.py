@@ -1,6 +1,8 @@
 """The programmatic composer: random, shape-correct stacks of 1-5 catalogue operators.
 
-Deterministic given a seed. The number of operators follows the composition of the paper's
+Deterministic given a seed. A share of seeds (1.18%, as the paper) instead becomes one
+standalone transformers block (``transformers_blocks.py``) when transformers is installed.
+The number of operators follows the composition of the paper's
 dataset (Table 3: 3.4% one op, 83.8% two, 7.6% three, 2.8% four, 1.2% five), renormalised to
 ``max_ops``. Each next operator is drawn among those that accept the current tensor's rank; the
 shape after it is inferred by running it on ``meta`` tensors. Sometimes (15%) a residual add
@@ -21,10 +23,18 @@ import torch
 import torch.nn as nn
 
 from cuda_agent.synth.catalogue import OpSpec, function_code, torch_catalogue
+from cuda_agent.synth.transformers_blocks import (
+    BlockScale,
+    BlockSpec,
+    render_block,
+    transformers_catalogue,
+)
 
 OP_COUNT_WEIGHTS = {1: 3.40, 2: 83.77, 3: 7.62, 4: 2.80, 5: 1.23}
 RANK_WEIGHTS = {2: 0.40, 3: 0.15, 4: 0.35, 5: 0.10}
 RESIDUAL_PROBABILITY = 0.15
+TRANSFORMERS_SHARE = 0.0118  # the paper's Table 3
+GPU_BLOCKS = BlockScale.named("gpu")
 DIM_NAMES = {
     2: ("batch_size", "features"),
     3: ("batch_size", "seq_len", "features"),
@@ -35,18 +45,20 @@ DIM_NAMES = {
 
 @dataclass(frozen=True)
 class ScaleProfile:
-    """Target number of input elements (log-uniform between the bounds) and layer widths."""
+    """Target number of input elements (log-uniform between the bounds), layer widths, and
+    the sizes of transformers blocks."""
 
     min_elements: int
     max_elements: int
     widths: tuple[int, ...]
+    blocks: BlockScale = GPU_BLOCKS
 
     @classmethod
     def named(cls, name: str) -> ScaleProfile:
         if name == "gpu":
-            return cls(1 << 25, 1 << 29, (128, 256, 512, 1024, 2048))
+            return cls(1 << 25, 1 << 29, (128, 256, 512, 1024, 2048), BlockScale.named("gpu"))
         if name == "cpu":
-            return cls(1 << 12, 1 << 16, (16, 32, 64))
+            return cls(1 << 12, 1 << 16, (16, 32, 64), BlockScale.named("cpu"))
         raise ValueError(f"unknown scale {name!r} (gpu or cpu)")
 
 
@@ -69,10 +81,20 @@ def compose(
     scale: ScaleProfile | None = None,
     catalogue: tuple[OpSpec, ...] | None = None,
     attempts: int = 50,
+    transformers_share: float = TRANSFORMERS_SHARE,
 ) -> Candidate:
-    """A new problem for ``seed`` (the same seed always gives the same problem)."""
-    rng = random.Random(seed)
+    """A new problem for ``seed`` (the same seed always gives the same problem).
+
+    A share of seeds (the paper's 1.18%) becomes one standalone transformers block, when
+    transformers is installed; that draw has its own random stream, so every other seed gives
+    the same problem with or without transformers.
+    """
     scale = scale or ScaleProfile.named("gpu")
+    blocks = transformers_catalogue()
+    pick = random.Random(f"{seed}:transformers")
+    if blocks and pick.random() < transformers_share:
+        return _block_candidate(seed, pick.choice(blocks), scale.blocks)
+    rng = random.Random(seed)
     catalogue = catalogue or torch_catalogue()
     for _ in range(attempts):
         count = _weighted(rng, {k: w for k, w in OP_COUNT_WEIGHTS.items() if k <= max_ops})
@@ -97,6 +119,23 @@ def compose(
                 {"residual": residual},
             )
     raise RuntimeError(f"seed {seed}: no valid operator stack found in {attempts} attempts")
+
+
+def _block_candidate(seed: int, spec: BlockSpec, scale: BlockScale) -> Candidate:
+    source, shape = render_block(spec, seed, scale)
+    digest = hashlib.sha256(source.encode()).hexdigest()[:10]
+    out = (*shape[:2], 4 * shape[2] if spec.widens else shape[2])
+    return Candidate(
+        f"synth_{seed}_{digest}",
+        seed,
+        source,
+        [spec.name],
+        "programmatic",
+        shape,
+        out,
+        "transformers#1",
+        {"family": spec.family},
+    )
 
 
 def _chain(
