@@ -35,6 +35,9 @@ def synth_command(
     runtime_ms: str | None = typer.Option(
         None, help="Eager runtime window LO,HI in ms (default 1,100 on cuda; 0.01,50 on cpu)."
     ),
+    transformers_share: float = typer.Option(
+        0.0118, help="Share of seeds that become one transformers block (if installed)."
+    ),
     batch_size: int = typer.Option(8, help="Candidates per worker process."),
     worker_slots: int = typer.Option(1, help="Worker processes sharing each device."),
     workers: int | None = typer.Option(None, help="Devices (default: every GPU)."),
@@ -58,6 +61,7 @@ def synth_command(
             threshold=threshold,
             batch_size=batch_size,
             model=model or None,
+            transformers_share=transformers_share,
         )
         _validate(config)
         make_composer = _composer(config, base_url, os.environ.get(api_key_env, ""))
@@ -106,12 +110,19 @@ def _validate(config: SynthConfig) -> None:
         raise CudaAgentError("the llm composer needs --model (and --base-url)")
     if not 0 < config.threshold <= 1:
         raise CudaAgentError("--threshold must be in (0, 1]")
+    if not 0 <= config.transformers_share <= 1:
+        raise CudaAgentError("--transformers-share must be in [0, 1]")
 
 
 def _composer(config: SynthConfig, base_url: str, api_key: str) -> Composer:
     scale = ScaleProfile.named("gpu" if config.backend == "cuda" else "cpu")
     if config.composer == "programmatic":
-        return functools.partial(compose, max_ops=config.max_ops, scale=scale)
+        return functools.partial(
+            compose,
+            max_ops=config.max_ops,
+            scale=scale,
+            transformers_share=config.transformers_share,
+        )
     from cuda_agent.agent.models import OpenAIChatModel
     from cuda_agent.synth.llm_compose import LLMComposer
 

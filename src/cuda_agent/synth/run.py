@@ -56,6 +56,7 @@ class SynthConfig:
     threshold: float = 0.9
     batch_size: int = 8
     model: str | None = None
+    transformers_share: float = 0.0118
 
     def window(self) -> tuple[float, float]:
         return tuple(self.runtime_ms or DEFAULT_WINDOWS[self.backend])  # type: ignore[return-value]
