@@ -130,3 +130,21 @@ def test_export_round_trip_loads_as_a_problem_set(tmp_path: Path) -> None:
         assert [p.id for p in problems] == [v["id"] for v in accepted]
         assert [p.source for p in problems] == [v["source"] for v in accepted]
         assert problems[0].tags == (accepted[0]["data_source"],)
+
+
+def test_synthesis_runs_on_a_ray_pool(tmp_path: Path) -> None:
+    """The execution filters through RayPool (a local Ray), a worker-killing candidate too."""
+    pytest.importorskip("ray")
+    from cuda_agent.cluster.ray_pool import RayPool
+
+    pool = RayPool("cpu", workers=1, local_cpus=2, worker_slots=2)
+    try:
+        config = SynthConfig(n=3, seed=9, backend="cpu", runtime_ms=(0.0, 2.0), batch_size=3)
+        SynthRun(config, tmp_path / "run", pool, planted).run()
+    finally:
+        pool.close()
+        import ray
+
+        ray.shutdown()
+    verdicts = {v["seed"]: v["filter"] for v in read_verdicts(tmp_path / "run")}
+    assert verdicts == {9: "non_degenerate", 10: "runtime_window", 11: "runs_eager"}
