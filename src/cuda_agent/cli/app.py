@@ -13,6 +13,7 @@ from cuda_agent.cli.eval_cmd import eval_command
 from cuda_agent.cli.examples_cmd import examples_command
 from cuda_agent.cli.solve_cmd import solve_command
 from cuda_agent.cli.synth_cmd import synth_command
+from cuda_agent.cli.train_cmd import train_command
 from cuda_agent.workspace.tool_client import forward, wants_forwarding
 
 app = typer.Typer(
@@ -31,6 +32,7 @@ app.command("solve")(solve_command)
 app.command("demo")(demo_command)
 app.command("examples")(examples_command)
 app.command("synth")(synth_command)
+app.command("train")(train_command)
 
 
 def _version(value: bool) -> None:

@@ -1,0 +1,79 @@
+"""``cuda-agent train STAGE``: one stage of the paper's training recipe (``rl/recipe.py``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import typer
+
+from cuda_agent.cli.common import err_console, one_line_errors, out_console, print_json
+from cuda_agent.core.errors import CudaAgentError
+from cuda_agent.rl.recipe import STAGES, Plan, load_config, plan
+from cuda_agent.rl.verl_compat import VERL_VERSION
+
+# The verl adapters a PPO stage needs at run time (its dry run needs none of them).
+VERL_ADAPTERS = ("cuda_agent.rl.verl_agent_loop",)
+
+
+@one_line_errors
+def train_command(
+    stage: str = typer.Argument(..., help=f"One of: {', '.join(STAGES)}."),
+    overrides: list[str] = typer.Argument(None, help="key.sub=value settings, e.g. steps=10."),
+    config: Path | None = typer.Option(None, "--config", help="A YAML file over the defaults."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan, start nothing."),
+    as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
+) -> None:
+    """Run (or, with --dry-run, show) one training stage with the paper's settings."""
+    resolved = plan(stage, load_config(stage, config, tuple(overrides or ())))
+    if as_json:
+        print_json(resolved.as_dict())
+    elif dry_run:
+        _print_plan(resolved)
+    if dry_run:
+        return
+    _run(resolved)
+
+
+def _print_plan(resolved: Plan) -> None:
+    import yaml
+
+    out_console.print(
+        f"[bold]stage[/bold] {resolved.stage} ([bold]engine[/bold] {resolved.engine})"
+    )
+    out_console.print("[bold]configuration[/bold]")
+    out_console.print(yaml.safe_dump(resolved.config, sort_keys=False).rstrip(), markup=False)
+    for path, content in resolved.files.items():
+        out_console.print(f"[bold]file[/bold] {path}")
+        out_console.print(content.rstrip(), markup=False)
+    out_console.print("[bold]command[/bold]")
+    out_console.print(" \\\n    ".join(resolved.command), markup=False, soft_wrap=True)
+    for note in resolved.notes:
+        out_console.print(f"note: {note}", markup=False)
+
+
+def _run(resolved: Plan) -> None:
+    if resolved.engine in ("verl", "verl-sft"):
+        if importlib.util.find_spec("verl") is None:
+            raise CudaAgentError(
+                f"stage {resolved.stage} runs on verl, which is not installed here "
+                f"(pip install verl=={VERL_VERSION}); --dry-run shows the command"
+            )
+        missing = [m for m in VERL_ADAPTERS if importlib.util.find_spec(m) is None]
+        if resolved.engine == "verl" and missing:
+            raise CudaAgentError(
+                f"stage {resolved.stage} needs the verl agent-loop adapter, which this version "
+                "does not have yet; --dry-run shows the command it will run"
+            )
+    for path, content in resolved.files.items():
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(content, encoding="utf-8")
+    command = list(resolved.command)
+    if command[0] == "cuda-agent":
+        command = [sys.executable, "-m", "cuda_agent", *command[1:]]
+    err_console.print(f"running: {resolved.command[0]} ... ({resolved.stage})")
+    code = subprocess.call(command)
+    if code != 0:
+        raise typer.Exit(code)

@@ -1,0 +1,1 @@
+"""RL training: recipes, rejection fine-tuning data, advantages; engines behind adapters."""

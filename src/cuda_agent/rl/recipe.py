@@ -1,0 +1,210 @@
+"""The paper's training recipe as stages: configuration files in, engine commands out.
+
+Stages (``STAGES``), in the paper's order: ``single-turn`` (PPO warm-up, one reply per
+problem), ``collect`` (the agent over the training problems, through ``bench run``), ``rft``
+(rejection fine-tuning on clean successful trajectories), ``value-pretrain`` (the critic on
+agent trajectories, actor frozen) and ``agentic-ppo`` (PPO with the critic). Each has a
+configuration file shipped in ``rl/configs/`` holding the paper's settings, merged over
+``common.yaml``; a user file and ``dotted.key=value`` overrides come on top. ``plan`` resolves
+everything into a ``Plan``: the full configuration, the engine's own options (verl's Hydra
+overrides, see ``verl_compat.py``) and the command line. ``cuda-agent train STAGE --dry-run``
+prints the plan and starts nothing.
+
+Not here: the engines themselves. verl runs on the user's Ray cluster with vLLM; the
+verl agent loop and reward adapters that the commands name are separate modules.
+"""
+
+from __future__ import annotations
+
+import copy
+import shlex
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cuda_agent.core.errors import CudaAgentError
+from cuda_agent.rl import verl_compat
+
+STAGES = ("single-turn", "collect", "rft", "value-pretrain", "agentic-ppo")
+
+
+class RecipeError(CudaAgentError):
+    """A stage name, configuration file or override that cannot be used."""
+
+
+@dataclass
+class Plan:
+    stage: str
+    engine: str
+    config: dict[str, Any]
+    command: list[str]
+    engine_options: dict[str, Any] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)  # path -> content to write first
+    notes: list[str] = field(default_factory=list)
+
+    def command_line(self) -> str:
+        return shlex.join(self.command)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "stage": self.stage,
+            "engine": self.engine,
+            "command": self.command_line(),
+            "engine_options": self.engine_options,
+            "files": self.files,
+            "config": self.config,
+            "notes": self.notes,
+        }
+
+
+def configs_root() -> Path:
+    return Path(str(resources.files("cuda_agent.rl") / "configs"))
+
+
+def load_config(
+    stage: str, user_file: Path | None = None, overrides: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """``common.yaml``, then the stage's file, then ``user_file``, then ``key.sub=value``."""
+    if stage not in STAGES:
+        raise RecipeError(f"unknown stage {stage!r} (choose from {', '.join(STAGES)})")
+    config = _read_yaml(configs_root() / "common.yaml")
+    config = _merge(config, _read_yaml(configs_root() / f"{stage}.yaml"))
+    if user_file is not None:
+        user = _read_yaml(user_file)
+        if user.get("stage", stage) != stage:
+            raise RecipeError(f"{user_file} is for stage {user['stage']!r}, not {stage!r}")
+        config = _merge(config, user)
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise RecipeError(f"override {item!r}: expected key.sub=value")
+        _set_dotted(config, key.strip(), yaml.safe_load(raw) if raw else "")
+    return config
+
+
+def plan(stage: str, config: dict[str, Any]) -> Plan:
+    """The engine command and options for ``stage`` under ``config``."""
+    if stage in ("single-turn", "value-pretrain", "agentic-ppo"):
+        return _plan_ppo(stage, config)
+    if stage == "collect":
+        return _plan_collect(config)
+    return _plan_rft(config)
+
+
+def _plan_ppo(stage: str, config: dict[str, Any]) -> Plan:
+    agentic = int(config["rollout"]["max_turns"]) > 1
+    files: dict[str, str] = {}
+    loop_file = None
+    if agentic:
+        loop_file = str(Path(config["trainer"]["save_dir"]) / stage / "agent_loop.yaml")
+        files[loop_file] = yaml.safe_dump(verl_compat.agent_loop_registry(config["evaluation"]))
+    options = verl_compat.ppo_overrides(config, loop_file)
+    command = [
+        "python3",
+        "-m",
+        verl_compat.PPO_MODULE,
+        *(f"{k}={_hydra(v)}" for k, v in options.items()),
+    ]
+    notes = [
+        f"verl {verl_compat.VERL_VERSION} with vLLM on a Ray cluster; evaluation GPUs apart "
+        f"(evaluation.pool = {config['evaluation']['pool']})",
+    ]
+    if not agentic:
+        notes.append("single reply per problem: verl's single-turn loop, our evaluator as reward")
+    return Plan(stage, "verl", config, command, options, files, notes)
+
+
+def _plan_collect(config: dict[str, Any]) -> Plan:
+    agent = config["agent"]
+    command = [
+        "cuda-agent",
+        "bench",
+        "run",
+        "--problems",
+        str(config["data"]["train"]),
+        "--model",
+        str(agent["model"]),
+        "--base-url",
+        str(agent["base_url"]),
+        "--attempts",
+        str(agent["attempts"]),
+        "--parallel",
+        str(agent["parallel"]),
+        "--max-turns",
+        str(agent["max_turns"]),
+        "--backend",
+        str(config["evaluation"]["backend"]),
+        "--policy",
+        str(config["evaluation"]["policy"]),
+        "--out",
+        str(config["out"]),
+    ]
+    pool = config["evaluation"]["pool"]
+    if pool != "local":
+        command += ["--ray", str(pool)]
+    notes = ["serve the single-turn model behind an OpenAI-compatible endpoint (vLLM) first"]
+    return Plan("collect", "bench", config, command, {}, {}, notes)
+
+
+def _plan_rft(config: dict[str, Any]) -> Plan:
+    data_file = str(Path(config["out"]) / "rft.jsonl")
+    options = verl_compat.sft_overrides(config, data_file)
+    command = [
+        "python3",
+        "-m",
+        verl_compat.SFT_MODULE,
+        *(f"{k}={_hydra(v)}" for k, v in options.items()),
+    ]
+    runs = " ".join(str(r) for r in config["runs"])
+    notes = [
+        f"first: the RFT set from {runs} into {data_file} (rules: {config['rules']})",
+    ]
+    return Plan("rft", "verl-sft", config, command, options, {}, notes)
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise RecipeError(f"{path}: no such configuration file")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        raise RecipeError(f"{path}: not valid YAML ({err})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise RecipeError(f"{path}: expected a mapping at the top level")
+    return data
+
+
+def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in top.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _set_dotted(config: dict[str, Any], key: str, value: Any) -> None:
+    parts = key.split(".")
+    node = config
+    for part in parts[:-1]:
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        if not isinstance(child, dict):
+            raise RecipeError(f"override {key!r}: {part!r} is not a section")
+        node = child
+    node[parts[-1]] = value
+
+
+def _hydra(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    return str(value)
