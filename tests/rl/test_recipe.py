@@ -55,7 +55,7 @@ def test_overrides_and_user_files_merge_over_the_defaults(tmp_path: Path) -> Non
 def test_bad_input_is_refused_clearly(tmp_path: Path) -> None:
     with pytest.raises(RecipeError, match="unknown stage"):
         load_config("ppo")
-    with pytest.raises(RecipeError, match="key.sub=value"):
+    with pytest.raises(RecipeError, match=r"key\.sub=value"):
         load_config("rft", None, ("steps",))
     other = tmp_path / "other.yaml"
     other.write_text("stage: rft\n")
