@@ -28,6 +28,7 @@ from cuda_agent.cluster.pool import EvalJob, EvalPool
 from cuda_agent.core.errors import SolutionError
 from cuda_agent.core.types import EvalResult, Problem, Solution, StageError
 from cuda_agent.evaluator.options import EvalOptions
+from cuda_agent.problems.sets import problem_spec
 from cuda_agent.rollout import EpisodeConfig, run_episode
 from cuda_agent.solutions.loader import load_solution
 
@@ -139,7 +140,7 @@ def run_agent(
         config = EpisodeConfig(
             backend=options.backend, limits=agent.limits, eval_options=options, evaluator=evaluator
         )
-        result = run_episode(problem, str(problem.path), agent.make_model(), folder, config)
+        result = run_episode(problem, problem_spec(problem), agent.make_model(), folder, config)
         chosen = result.best if result.best is not None else result.final
         return AttemptRecord(
             problem.id,

@@ -55,6 +55,16 @@ def _print_plan(resolved: Plan) -> None:
 
 
 def _run(resolved: Plan) -> None:
+    if resolved.stage == "rft":  # the data first: it needs no engine
+        from cuda_agent.rl.rft import RFTRules, build_rft_dataset
+
+        config = resolved.config
+        stats = build_rft_dataset(
+            [Path(r) for r in config["runs"]], Path(config["out"]), RFTRules(**config["rules"])
+        )
+        err_console.print(
+            f"RFT set: kept {stats['kept']} of {stats['total']} trajectories -> {config['out']}"
+        )
     if resolved.engine in ("verl", "verl-sft"):
         if importlib.util.find_spec("verl") is None:
             raise CudaAgentError(

@@ -136,16 +136,32 @@ def load_problem_set(
 
 
 def resolve_problem(spec: str, size: str = "standard") -> Problem:
-    """A bundled problem id (e.g. ``relu``) or the path of a problem file."""
+    """A bundled problem id (e.g. ``relu``), the path of a problem file, or ``DATASET#id`` (a
+    problem of a synthesised dataset file)."""
     entries = {e.id: e for e in bundled_entries()}
     if spec in entries:
         return load_bundled(entries[spec], size)
+    file_part, sep, row_id = spec.rpartition("#")
+    if sep and Path(file_part).suffix in DATASET_SUFFIXES:
+        rows = {p.id: p for p in dataset_problems(Path(file_part).expanduser())}
+        if row_id not in rows:
+            raise ProblemError(f"{spec}: no problem {row_id!r} in {file_part}")
+        return rows[row_id]
     path = Path(spec).expanduser()
     if path.suffix == ".py" or path.exists():
         return load_problem_file(path, size=size)
     close = sorted(i for i in entries if spec.lower() in i.lower())
     hint = f" (did you mean: {', '.join(close)})" if close else " (see `cuda-agent problems list`)"
     raise ProblemError(f"{spec}: not a bundled problem id nor a file{hint}")
+
+
+def problem_spec(problem: Problem) -> str:
+    """What ``resolve_problem`` turns back into ``problem`` (same size, same source)."""
+    if problem.set_name == BUNDLED:
+        return problem.id
+    if problem.path.suffix in DATASET_SUFFIXES:
+        return f"{problem.path}#{problem.id}"
+    return str(problem.path)
 
 
 def _numeric_key(path: Path) -> tuple[int, str]:
