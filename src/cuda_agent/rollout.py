@@ -138,7 +138,7 @@ def run_episode(
     else:
         trajectory.event("resume", messages=len(messages))
     tracker = BestTracker(workdir, out_dir / "best", trajectory)
-    ipc = Path(tempfile.mkdtemp(prefix="ca-ipc-", dir=_ipc_base()))
+    ipc = Path(tempfile.mkdtemp(prefix="ca-ipc-", dir=ipc_base()))
     socket_path = ipc / "tool.sock"
     sandbox = Sandbox(
         SandboxPolicy(
@@ -194,7 +194,7 @@ def run_episode(
     return episode
 
 
-def _ipc_base() -> str | None:
+def ipc_base() -> str | None:
     """A short path outside /tmp (the sandbox replaces /tmp) for the tool server's socket."""
     return "/var/tmp" if os.access("/var/tmp", os.W_OK) else None
 

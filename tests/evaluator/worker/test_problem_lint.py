@@ -75,3 +75,10 @@ def test_broken_problems_are_errors() -> None:
     )
     report = run_check_problem(request)
     assert not report["ok"] and "NaN or infinite" in report["error"]
+
+
+def test_checking_in_process_leaves_autograd_on() -> None:
+    import torch
+
+    lint("torch.relu(x)")
+    assert torch.is_grad_enabled()  # a later test in this process may train

@@ -44,11 +44,11 @@ INPUT_DRAWS = 3
 
 
 def run_check_problem(req: WorkerRequest) -> dict[str, Any]:
-    torch.set_grad_enabled(False)
     apply_precision(req.precision)
     device = make_device(req.backend, req.cpu_threads)
     try:
-        report, _ = check_reference(req.problem_source, req.seed, req.atol, req.rtol, device)
+        with torch.no_grad():  # scoped: tests call this in their own process
+            report, _ = check_reference(req.problem_source, req.seed, req.atol, req.rtol, device)
         return report
     except ProblemFailure as err:
         return {"ok": False, "error": str(err)}

@@ -51,7 +51,11 @@ TIME_CAP_S = 2.0
 
 
 def run_synth_check(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
-    torch.set_grad_enabled(False)
+    with torch.no_grad():  # scoped, so that calling it in-process leaves autograd alone
+        return _run_batch(req, channel)
+
+
+def _run_batch(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
     apply_precision(req.precision)
     device = make_device(req.backend, req.cpu_threads)
     lo, hi = (req.window_ms[0], req.window_ms[1]) if req.window_ms else (0.0, float("inf"))
