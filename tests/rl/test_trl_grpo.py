@@ -222,3 +222,19 @@ def test_grpo_step_tool_call_reward_from_the_evaluator_moves_the_weights(
     assert result["rewards"] == [solved.reward, -1.0] and solved.reward >= 1.0
     assert math.isfinite(result["loss"]) and step["grad_norm"] > 0.0
     assert result["changed_params"] is True
+
+
+def test_train_grpo_command_takes_a_real_step(tiny_model: tuple[Path, Any], tmp_path: Path) -> None:
+    import json
+
+    from tests.cli.test_cli import cli
+
+    folder, _ = tiny_model
+    result = cli(
+        "train", "grpo", "--model", str(folder), "--steps", "1", "--backend", "cpu",
+        f"out={tmp_path / 'run'}", "grpo.max_completion_length=16",
+        "grpo.max_tool_calling_iterations=1",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    summary = json.loads(result.stdout.strip().splitlines()[-1])  # printed last
+    assert summary["steps"] == 1 and summary["rewards"] == [-1.0, -1.0]

@@ -23,11 +23,17 @@ def train_command(
     stage: str = typer.Argument(..., help=f"One of: {', '.join(STAGES)}."),
     overrides: list[str] = typer.Argument(None, help="key.sub=value settings, e.g. steps=10."),
     config: Path | None = typer.Option(None, "--config", help="A YAML file over the defaults."),
+    model: str | None = typer.Option(None, "--model", help="The policy (model.path)."),
+    steps: int | None = typer.Option(None, "--steps", help="Training steps."),
+    backend: str | None = typer.Option(None, "--backend", help="Evaluation backend: cpu or cuda."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan, start nothing."),
     as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
 ) -> None:
     """Run (or, with --dry-run, show) one training stage with the paper's settings."""
-    resolved = plan(stage, load_config(stage, config, tuple(overrides or ())))
+    flags = [f"model.path={model}"] if model else []
+    flags += [f"steps={steps}"] if steps is not None else []
+    flags += [f"evaluation.backend={backend}"] if backend else []
+    resolved = plan(stage, load_config(stage, config, (*flags, *(overrides or ()))))
     if as_json:
         print_json(resolved.as_dict())
     elif dry_run:
@@ -65,6 +71,9 @@ def _run(resolved: Plan) -> None:
         err_console.print(
             f"RFT set: kept {stats['kept']} of {stats['total']} trajectories -> {config['out']}"
         )
+    if resolved.engine == "trl":
+        _run_grpo(resolved)
+        return
     if resolved.engine in ("verl", "verl-sft"):
         if importlib.util.find_spec("verl") is None:
             raise CudaAgentError(
@@ -87,3 +96,16 @@ def _run(resolved: Plan) -> None:
     code = subprocess.call(command)
     if code != 0:
         raise typer.Exit(code)
+
+
+def _run_grpo(resolved: Plan) -> None:
+    if importlib.util.find_spec("trl") is None:
+        raise CudaAgentError(
+            "stage grpo runs on TRL, which is not installed here (pip install trl)"
+        )
+    from cuda_agent.rl.trl_grpo import run_grpo
+
+    options = dict(resolved.engine_options)
+    options["out"] = Path(options["out"])
+    summary = run_grpo(**options)
+    print_json({k: summary[k] for k in ("steps", "rewards", "loss", "changed_params")})

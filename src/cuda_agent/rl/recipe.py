@@ -3,7 +3,8 @@
 Stages (``STAGES``), in the paper's order: ``single-turn`` (PPO warm-up, one reply per
 problem), ``collect`` (the agent over the training problems, through ``bench run``), ``rft``
 (rejection fine-tuning on clean successful trajectories), ``value-pretrain`` (the critic on
-agent trajectories, actor frozen) and ``agentic-ppo`` (PPO with the critic). Each has a
+agent trajectories, actor frozen) and ``agentic-ppo`` (PPO with the critic); ``grpo`` is the
+light single-node TRL path (``trl_grpo.py``). Each has a
 configuration file shipped in ``rl/configs/`` holding the paper's settings, merged over
 ``common.yaml``; a user file and ``dotted.key=value`` overrides come on top. ``plan`` resolves
 everything into a ``Plan``: the full configuration, the engine's own options (verl's Hydra
@@ -28,7 +29,7 @@ import yaml
 from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.rl import verl_compat
 
-STAGES = ("single-turn", "collect", "rft", "value-pretrain", "agentic-ppo")
+STAGES = ("single-turn", "collect", "rft", "value-pretrain", "agentic-ppo", "grpo")
 
 
 class RecipeError(CudaAgentError):
@@ -91,6 +92,8 @@ def plan(stage: str, config: dict[str, Any]) -> Plan:
         return _plan_ppo(stage, config)
     if stage == "collect":
         return _plan_collect(config)
+    if stage == "grpo":
+        return _plan_grpo(config)
     return _plan_rft(config)
 
 
@@ -147,6 +150,25 @@ def _plan_collect(config: dict[str, Any]) -> Plan:
         command += ["--ray", str(pool)]
     notes = ["serve the single-turn model behind an OpenAI-compatible endpoint (vLLM) first"]
     return Plan("collect", "bench", config, command, {}, {}, notes)
+
+
+def _plan_grpo(config: dict[str, Any]) -> Plan:
+    options = {
+        "model_path": config["model"]["path"],
+        "problems": list(config["problems"]),
+        "steps": config["steps"],
+        "backend": config["evaluation"]["backend"],
+        "out": str(config["out"]),
+        "size": config["size"],
+        **config["grpo"],
+    }
+    command = [
+        "python3",
+        "-c",
+        f"from cuda_agent.rl.trl_grpo import run_grpo; run_grpo(**{options!r})",
+    ]
+    notes = ["TRL on this node: generation with transformers, one evaluator per rollout"]
+    return Plan("grpo", "trl", config, command, options, {}, notes)
 
 
 def _plan_rft(config: dict[str, Any]) -> Plan:
