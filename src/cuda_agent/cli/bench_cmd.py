@@ -51,12 +51,19 @@ def run_command(
     policy: str = typer.Option("strict", help="strict, kernelbench or off."),
     workers: int | None = typer.Option(None, help="Device workers (default: every GPU)."),
     ray: str | None = typer.Option(None, help="Use Ray: 'local' or a cluster address."),
+    spare_workers: int = typer.Option(
+        3, help="Started evaluation processes kept ready per device (hides their start-up)."
+    ),
 ) -> None:
     """Evaluate every problem of the set; progress shows live pass / faster counts."""
     chosen = resolve_backend(backend)
     problem_list = load_problem_set(problems, parse_levels(levels), resolve_size(size, chosen))
     options = EvalOptions(
-        backend=chosen, baselines=parse_csv(baselines), policy=policy, keep_spare_worker=True
+        backend=chosen,
+        baselines=parse_csv(baselines),
+        policy=policy,
+        keep_spare_worker=True,
+        spare_depth=spare_workers,
     ).validate()
     if (solutions is None) == (not model):
         raise CudaAgentError("give either --solutions DIR or --model/--base-url (agent mode)")

@@ -31,6 +31,7 @@ class EvalOptions:
     precision: str = "ieee"
     profile: bool = False
     keep_spare_worker: bool = False
+    spare_depth: int = 1  # started spare workers kept per device (with keep_spare_worker)
     sandbox: bool = True  # run the candidate's process in bubblewrap when it is usable
     timing: TimingOptions = field(default_factory=TimingOptions)
 
@@ -57,6 +58,8 @@ class EvalOptions:
             )
         if self.reward not in REWARDS:
             raise ConfigError(f"unknown reward {self.reward!r} (choose from {', '.join(REWARDS)})")
+        if not 1 <= self.spare_depth <= 16:
+            raise ConfigError("spare workers per device must be between 1 and 16")
         if not 1 <= self.trials <= 100:
             raise ConfigError("trials must be between 1 and 100")
         for name in ("atol", "rtol"):

@@ -211,6 +211,7 @@ def _run_candidate(
         env=env,
         on_event=on_event,
         spares=spare_workers() if opts.keep_spare_worker else None,
+        spare_depth=opts.spare_depth,
         files=solution.files,
         sandboxed=opts.sandbox,
     )

@@ -176,46 +176,73 @@ def worker_sandbox(backend: str, env: dict[str, str], folder: Path) -> Sandbox:
 
 
 class SpareWorkers:
-    """Keeps one started worker per (backend, environment) so the next evaluation need not
-    wait for Python, torch and CUDA to start. Isolation is unchanged: every evaluation still
-    gets a fresh process; only its start-up moves off the critical path."""
+    """Keeps started workers per (backend, environment) so the next evaluation need not wait
+    for Python, torch and CUDA to start. Isolation is unchanged: every evaluation still gets
+    a fresh process; only its start-up moves off the critical path.
+
+    ``depth`` spares are kept per environment: one hides the start-up when an evaluation takes
+    longer than a worker's start (seconds); a stream of short evaluations (a sweep of
+    reference solutions) needs several, started in a staggered way.
+    """
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._spares: dict[str, WorkerHandle] = {}
+        self._spares: dict[str, list[WorkerHandle]] = {}
         atexit.register(self.close)
 
-    def take(self, backend: str, env: dict[str, str], sandboxed: bool = False) -> WorkerHandle:
+    def take(
+        self, backend: str, env: dict[str, str], sandboxed: bool = False, depth: int = 1
+    ) -> WorkerHandle:
         key = _env_key(backend, env, sandboxed)
-        handle = self._spares.pop(key, None)
-        if handle is None or handle.proc.poll() is not None:
-            if handle is not None:
-                _discard(handle)
-            handle = spawn_worker(backend, env, self._folder(), sandboxed=sandboxed)
-        self._spares[key] = spawn_worker(backend, env, self._folder(), sandboxed=sandboxed)
-        return handle
+        queue = self._spares.setdefault(key, [])
+        for handle in [h for h in queue if h.proc.poll() is not None]:
+            queue.remove(handle)
+            _discard(handle)
+        for handle in queue:
+            _poll_ready(handle, 0.0)
+        chosen = next((h for h in queue if h.ready), queue[0] if queue else None)
+        if chosen is None:
+            chosen = spawn_worker(backend, env, self._folder(), sandboxed=sandboxed)
+        else:
+            queue.remove(chosen)
+        while len(queue) < max(1, depth):
+            queue.append(spawn_worker(backend, env, self._folder(), sandboxed=sandboxed))
+        return chosen
+
+    def waiting(self, backend: str, env: dict[str, str], sandboxed: bool = False) -> int:
+        """How many started spares wait for an evaluation in this environment."""
+        return len(self._spares.get(_env_key(backend, env, sandboxed), []))
 
     def wait_ready(self, timeout_s: float = 120.0) -> bool:
         """Block until every spare has finished its warm start (True) or the timeout passes."""
         deadline = time.monotonic() + timeout_s
-        for handle in self._spares.values():
-            while not handle.ready:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or handle.proc.poll() is not None:
-                    return False
-                ready, _, _ = select.select([handle.read_fd], [], [], min(remaining, 1.0))
-                if ready:
-                    handle.pending += os.read(handle.read_fd, 65536)
-                    handle.ready = b"ready\n" in handle.pending
+        for queue in self._spares.values():
+            for handle in queue:
+                while not handle.ready:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0 or handle.proc.poll() is not None:
+                        return False
+                    _poll_ready(handle, min(remaining, 1.0))
         return True
 
     def close(self) -> None:
-        for handle in self._spares.values():
-            _discard(handle)
+        for queue in self._spares.values():
+            for handle in queue:
+                _discard(handle)
         self._spares.clear()
 
     def _folder(self) -> Path:
         return self.root / f"worker-{secrets.token_hex(6)}"
+
+
+def _poll_ready(handle: WorkerHandle, timeout_s: float) -> None:
+    """Read the worker's "ready" line if it has come (waiting at most ``timeout_s``)."""
+    if handle.ready:
+        return
+    ready, _, _ = select.select([handle.read_fd], [], [], timeout_s)
+    if ready:
+        handle.pending += os.read(handle.read_fd, 65536)
+        handle.ready = b"ready\n" in handle.pending
 
 
 def run_worker(
@@ -226,6 +253,7 @@ def run_worker(
     env: dict[str, str] | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
     spares: SpareWorkers | None = None,
+    spare_depth: int = 1,
     prefix: list[str] | None = None,
     files: dict[str, str] | None = None,
     sandboxed: bool = False,
@@ -237,7 +265,7 @@ def run_worker(
     """
     env = env or worker_env()
     if spares is not None and not prefix:
-        handle = spares.take(request.backend, env, sandboxed)
+        handle = spares.take(request.backend, env, sandboxed, spare_depth)
     else:
         handle = spawn_worker(request.backend, env, scratch, prefix, sandboxed)
     if files is not None:

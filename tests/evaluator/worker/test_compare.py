@@ -80,3 +80,41 @@ def test_chunked_comparison_finds_the_worst_element_in_any_chunk(monkeypatch) ->
     nan = cand.clone()
     nan[3, 0] = float("nan")
     assert "NaN where the reference is finite (1 elements)" in ok(ref, nan).message
+
+
+def _exact_float64_verdict(ref: torch.Tensor, cand: torch.Tensor, atol: float, rtol: float):
+    r, c = ref.double(), cand.double()
+    return bool(((c - r).abs() <= atol + rtol * r.abs()).all())
+
+
+def test_fast_test_agrees_with_the_exact_float64_rule_at_the_boundary(monkeypatch) -> None:
+    """Errors placed on, just inside and just outside the tolerance, in every float dtype:
+    the verdict is the exact float64 rule's, whichever path (fast or exact) decides it."""
+    from cuda_agent.evaluator.worker import compare as module
+
+    monkeypatch.setattr(module, "CHUNK", 64)
+    gen = torch.Generator().manual_seed(0)
+    atol, rtol = 1e-2, 1e-2
+    for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
+        ref = (torch.randn(512, generator=gen) * 3).to(dtype)
+        bound = atol + rtol * ref.double().abs()
+        for scale in (0.5, 0.9999, 1.0, 1.0001, 1.5):
+            cand = (ref.double() + bound * scale).to(dtype)
+            expected = _exact_float64_verdict(ref, cand, atol, rtol)
+            assert ok(ref, cand, atol, rtol).ok == expected, (dtype, scale)
+        far = ref.clone()
+        far[300] = far[300] + 1  # one bad element in one chunk: the others pass fast
+        result = ok(ref, far, atol, rtol)
+        assert not result.ok and "1 of 512 elements" in result.message and "[300]" in result.message
+
+
+def test_statistics_come_from_every_chunk_fast_or_exact(monkeypatch) -> None:
+    from cuda_agent.evaluator.worker import compare as module
+
+    monkeypatch.setattr(module, "CHUNK", 10)
+    ref = torch.ones(100)
+    cand = ref.clone()
+    cand[95] = 1.004  # passes the fast test: its chunk's statistics are the fast test's
+    result = ok(ref, cand)
+    assert result.ok and math.isclose(result.max_abs_error, 0.004, rel_tol=1e-3)
+    assert math.isclose(result.max_rel_error, 0.004, rel_tol=1e-3)

@@ -7,6 +7,7 @@ code runs, so later monkey-patching of ``torch`` attributes does not change what
 from __future__ import annotations
 
 import hashlib
+import secrets
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -18,7 +19,9 @@ _contiguous = torch.Tensor.contiguous
 _view = torch.Tensor.view
 _to = torch.Tensor.to
 _sum = torch.sum
-_arange = torch.arange
+_randint = torch.randint
+_zeros = torch.zeros
+_stack = torch.stack
 _Tensor = torch.Tensor
 
 
@@ -57,30 +60,69 @@ def clone_nested(value: Any) -> Any:
     return map_tensors(value, lambda t: _clone(_detach(t)))
 
 
-def fingerprint(t: torch.Tensor) -> tuple[int, ...]:
-    """An exact content fingerprint: shape, dtype and two integer checksums of the raw bits.
+FINGERPRINT_CHUNK = 1 << 24  # elements per weighted-sum step (bounded temporaries)
+_INT_VIEW = {8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.uint8}
+_ramps: dict[tuple[str, torch.dtype], torch.Tensor] = {}
 
-    Computed on the tensor's device with integer arithmetic, so it is cheap on the GPU and
-    free of rounding; any change of a single bit changes it (with overwhelming probability).
-    """
+
+def _ramp(device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    """Odd weights, drawn once per process from a secret seed (not guessable by code that has
+    not found this tensor), so a weighted sum notices any single changed element."""
+    key = (str(device), dtype)
+    if key not in _ramps:
+        gen = torch.Generator().manual_seed(secrets.randbits(63))
+        weights = _randint(0, 1 << 30, (FINGERPRINT_CHUNK,), generator=gen, dtype=torch.int64)
+        _ramps[key] = _to(weights * 2 + 1, device=device, dtype=dtype)
+    return _ramps[key]
+
+
+def _checksums(t: torch.Tensor) -> torch.Tensor | None:
+    """Two int64 checksums of the raw bits (plain sum, weighted sum), left on the device."""
     flat = _contiguous(_detach(t)).reshape(-1)
     if flat.dtype == torch.bool:
         flat = _to(flat, torch.uint8)
-    if flat.element_size() in (4, 8, 2, 1) and flat.numel() > 0:
-        int_dtype = {8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.uint8}[
-            flat.element_size()
-        ]
-        bits = _to(_view(flat, int_dtype), torch.int64)
-        ramp = _arange(1, bits.numel() + 1, device=bits.device, dtype=torch.int64) % 1000003
-        a = int(_sum(bits).item())
-        b = int(_sum(bits * ramp).item())
-    else:
-        a = b = 0
-    return (*t.shape, hash(str(t.dtype)), a, b)
+    if flat.element_size() not in _INT_VIEW or flat.numel() == 0:
+        return None
+    bits = _view(flat, _INT_VIEW[flat.element_size()])
+    if bits.element_size() < 4:
+        bits = _to(bits, torch.int32)
+    ramp = _ramp(bits.device, bits.dtype)
+    plain = _sum(bits, dtype=torch.int64)
+    weighted = _zeros((), dtype=torch.int64, device=bits.device)
+    for k, start in enumerate(range(0, bits.numel(), FINGERPRINT_CHUNK)):
+        part = bits[start : start + FINGERPRINT_CHUNK]
+        # products wrap around in the integer width: deterministic, and an odd weight keeps
+        # every single-element change visible; the chunk number weighs the chunk's sum
+        weighted += _sum(part * ramp[: part.numel()], dtype=torch.int64) * (2 * k + 1)
+    return _stack([plain, weighted])
+
+
+def fingerprint(t: torch.Tensor) -> tuple[int, ...]:
+    """An exact content fingerprint: shape, dtype and two integer checksums of the raw bits.
+
+    Computed on the tensor's device with integer arithmetic (a few passes over the data, one
+    synchronisation), so it is cheap on the GPU and free of rounding; any change of a single
+    element changes it.
+    """
+    return fingerprint_nested(t)[0]
 
 
 def fingerprint_nested(value: Any) -> list[tuple[int, ...]]:
-    return [fingerprint(t) for t in iter_tensors(value)]
+    """Fingerprints of every tensor in a nest, with a single device synchronisation."""
+    tensors = list(iter_tensors(value))
+    sums = [_checksums(t) for t in tensors]
+    present = [s for s in sums if s is not None]
+    values: list[list[int]] = []
+    if len({str(s.device) for s in present}) == 1:
+        values = _to(_stack(present), "cpu").tolist()
+    else:
+        values = [_to(s, "cpu").tolist() for s in present]
+    it = iter(values)
+    out = []
+    for t, s in zip(tensors, sums, strict=True):
+        a, b = next(it) if s is not None else (0, 0)
+        out.append((*t.shape, hash(str(t.dtype)), int(a), int(b)))
+    return out
 
 
 def describe_shapes(value: Any) -> str:

@@ -1,0 +1,27 @@
+"""Spare evaluation workers: real processes, started ahead, each used once."""
+
+from cuda_agent.evaluator.worker_process import SpareWorkers, worker_env
+
+
+def test_spares_are_kept_at_depth_and_never_reused(tmp_path) -> None:
+    spares = SpareWorkers(tmp_path)
+    env = worker_env()
+    try:
+        first = spares.take("cpu", env, depth=3)  # none ready yet: started on the spot
+        assert spares.waiting("cpu", env) == 3
+        assert spares.wait_ready(timeout_s=180)
+        second = spares.take("cpu", env, depth=3)
+        assert second.ready  # a warm one was chosen
+        assert spares.waiting("cpu", env) == 3  # and the queue topped up again
+        third = spares.take("cpu", env, depth=1)
+        assert spares.waiting("cpu", env) == 2  # a smaller depth starts nothing new
+        pids = {first.proc.pid, second.proc.pid, third.proc.pid}
+        assert len(pids) == 3
+        second.proc.kill()
+        second.proc.wait()
+    finally:
+        spares.close()
+    for handle in (first, third):
+        handle.proc.kill()
+        handle.proc.wait()
+    assert spares.waiting("cpu", env) == 0

@@ -1,0 +1,54 @@
+import pytest
+import torch
+
+from cuda_agent.evaluator.worker import tensors
+from cuda_agent.evaluator.worker.tensors import fingerprint, fingerprint_nested
+
+DTYPES = (
+    torch.float32,
+    torch.float16,
+    torch.bfloat16,
+    torch.float64,
+    torch.int64,
+    torch.int32,
+    torch.uint8,
+    torch.complex64,
+)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_any_single_element_change_is_seen_in_any_chunk(monkeypatch, dtype) -> None:
+    monkeypatch.setattr(tensors, "FINGERPRINT_CHUNK", 37)
+    monkeypatch.setattr(tensors, "_ramps", {})
+    base = (torch.randn(200) * 50).to(dtype)
+    reference = fingerprint(base)
+    assert fingerprint(base.clone()) == reference
+    for index in (0, 36, 37, 150, 199):  # chunk edges and the short last chunk
+        changed = base.clone()
+        changed[index] = changed[index] + 1
+        assert fingerprint(changed) != reference, index
+
+
+def test_order_shape_and_dtype_matter() -> None:
+    values = torch.arange(1000, dtype=torch.float32)
+    assert fingerprint(values) != fingerprint(values.flip(0))  # same plain sum, other order
+    assert fingerprint(values) != fingerprint(values.view(10, 100))
+    assert fingerprint(values) != fingerprint(values.view(torch.int32))
+
+
+def test_booleans_empty_tensors_and_nests() -> None:
+    flags = torch.rand(64) > 0.5
+    flipped = flags.clone()
+    flipped[5] = ~flipped[5]
+    assert fingerprint(flags) != fingerprint(flipped)
+    nest = [torch.ones(3), (torch.empty(0), {"k": torch.zeros(2, dtype=torch.int64)}), 7]
+    prints = fingerprint_nested(nest)
+    assert len(prints) == 3 and prints == fingerprint_nested(nest)
+    assert prints[1][-2:] == (0, 0)
+    assert fingerprint_nested([]) == []
+
+
+def test_weights_are_secret_per_process() -> None:
+    """The weighted sum's weights are drawn from a secret seed, all odd (no element is blind)."""
+    ramp = tensors._ramp(torch.device("cpu"), torch.int32)
+    assert bool((ramp % 2 != 0).all()) and ramp.numel() == tensors.FINGERPRINT_CHUNK
