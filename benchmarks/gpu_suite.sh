@@ -7,6 +7,12 @@
 #   bash benchmarks/gpu_suite.sh E   the replayed agent demo on the cuda backend
 #   bash benchmarks/gpu_suite.sh F   task lint of KernelBench levels 1-3 (every GPU, shared)
 #   bash benchmarks/gpu_suite.sh G   bench: references as solutions, levels $LEVELS (every GPU)
+#   bash benchmarks/gpu_suite.sh H   sweep, part 1: levels 1-2 on both GPUs, then levels 1-3 on
+#                                    one GPU (continued by I) beside KernelBench's evaluator
+#   bash benchmarks/gpu_suite.sh I   sweep, part 2, and on the other GPU: task lint re-run, GPU
+#                                    tests (B5, TRL), build times, repeated evaluations
+# H and I need an nvidia-h200-x2 machine and keep their state in gpu-runs/ (resumable: carry
+# it back if the machine was given back between the calls).
 # Needs a KernelBench checkout in .kb/ and, for KernelBench's evaluator, wheels in .whl/
 # (pydantic and friends; see benchmarks/kernelbench_peer.py). Logs go to $OUT (or ./gpu-results).
 set -u
@@ -85,8 +91,60 @@ for r in rows:
 PY
   tar czf "$OUT/bench_refs.tgz" -C "$OUT" bench_refs && rm -rf "$OUT/bench_refs"
   ;;
+H)
+  nvidia-smi -L
+  python3 -m pip show pyarrow fsspec 2>/dev/null | grep -E "^(Name|Version)"
+  mkdir -p gpu-runs
+  python3 -m cuda_agent bench references --problems .kb --levels 1,2,3 --out /tmp/refs
+  SWEEP_DEADLINE=$(($(date +%s) + ${H_SECONDS:-540}))
+  # 1. levels 1 and 2 on both GPUs (LocalPool, one job per GPU at a time)
+  bash benchmarks/sweep.sh two 1 "$((SWEEP_DEADLINE - 300))"
+  bash benchmarks/sweep.sh two 2 "$((SWEEP_DEADLINE - 300))"
+  # 2. GPU 1: KernelBench's evaluator on the timing-fidelity problems (fast ones first);
+  #    GPU 0: the one-GPU sweep, levels 1, 2, 3 in turn (resumed by part I)
+  (kb_env; CUDA_VISIBLE_DEVICES=1 timeout $((SWEEP_DEADLINE - $(date +%s) - 5)) \
+    python3 benchmarks/kernelbench_peer.py self-speedup --kb .kb \
+    --problem-file benchmarks/problems_kb20_peer_order.txt --out gpu-runs/kb_self.json \
+    >gpu-runs/kb_self.txt 2>&1 &)
+  for level in 1 2 3; do CUDA_VISIBLE_DEVICES=0 bash benchmarks/sweep.sh one $level "$SWEEP_DEADLINE"; done
+  wait
+  python3 benchmarks/sweep_summary.py gpu-runs
+  tar czf "$OUT/gpu-runs.tgz" gpu-runs
+  ;;
+I)
+  nvidia-smi -L
+  mkdir -p gpu-runs
+  python3 -m cuda_agent bench references --problems .kb --levels 1,2,3 --out /tmp/refs
+  SWEEP_DEADLINE=$(($(date +%s) + ${I_SECONDS:-540}))
+  for level in 1 2; do bash benchmarks/sweep.sh two $level "$((SWEEP_DEADLINE - 240))"; done
+  (
+    export CUDA_VISIBLE_DEVICES=1
+    left() { echo $((SWEEP_DEADLINE - $(date +%s) < $1 ? SWEEP_DEADLINE - $(date +%s) : $1)); }
+    timeout "$(left 110)" python3 -m pytest -q -m gpu tests/gpu -p no:cacheprovider -rfE -s \
+      -k "persisting or examples or another_stream" >gpu-runs/gpu_tests.log 2>&1
+    (python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/trl-site \
+      .whl-trl/*.whl && PYTHONPATH="/tmp/trl-site:$PYTHONPATH" timeout "$(left 150)" \
+      python3 -m pytest -q -m gpu tests/gpu/test_trl_grpo_cuda.py -p no:cacheprovider -rfE -s) \
+      >gpu-runs/trl_gpu.log 2>&1
+    timeout "$(left 60)" python3 benchmarks/build_cache.py --backend cuda --skip-peer \
+      >gpu-runs/build_cache.txt 2>&1
+    timeout "$(left 100)" python3 benchmarks/self_speedup.py --kb .kb --repeat 5 --repeat-first 6 \
+      --problem-file benchmarks/problems_repeat6.txt --out gpu-runs/self_repeat.json \
+      >gpu-runs/self_repeat.txt 2>&1
+    timeout "$(left 400)" python3 -m cuda_agent problems lint --set .kb --levels 1,2,3 \
+      --backend cuda --timeout 150 --out gpu-runs/kb_lint.json --resume >gpu-runs/kb_lint.txt 2>&1
+    echo "lint exit $?" >>gpu-runs/kb_lint.txt
+  ) &
+  for level in 1 2 3; do CUDA_VISIBLE_DEVICES=0 bash benchmarks/sweep.sh one $level "$SWEEP_DEADLINE"; done
+  wait
+  python3 benchmarks/sweep_summary.py gpu-runs
+  grep -E "passed|failed|B5|FAILED|Error" gpu-runs/gpu_tests.log | tail -8
+  grep -E "passed|failed|GRPO|evaluation|FAILED|Error" gpu-runs/trl_gpu.log | tail -10
+  tail -8 gpu-runs/build_cache.txt; tail -4 gpu-runs/kb_lint.txt; tail -12 gpu-runs/self_repeat.txt
+  tar czf "$OUT/gpu-runs.tgz" gpu-runs
+  ;;
 *)
-  echo "usage: $0 A|B|C|D|E|F|G" >&2
+  echo "usage: $0 A|B|C|D|E|F|G|H|I" >&2
   exit 2
   ;;
 esac

@@ -143,3 +143,33 @@ def test_problems_lint_flags_a_degenerate_problem(tmp_path: Path) -> None:
     report = json.loads(out.stdout)
     assert report["fine"]["lint"] == []
     assert "zeros_pass" in report["tiny"]["lint"]
+
+
+@pytest.mark.slow
+def test_problems_lint_resumes_from_its_report(tmp_path: Path) -> None:
+    """--resume keeps the findings already in --out and checks only the problems missing
+    from it or lost to device memory (a planted earlier report tells them apart)."""
+    folder = tmp_path / "set"
+    folder.mkdir()
+    body = (
+        "import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
+        "    def forward(self, x):\n        return torch.relu(x)\n"
+        "def get_inputs():\n    return [torch.randn(4, 256)]\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    for name in ("kept", "oom", "missing"):
+        (folder / f"{name}.py").write_text(body)
+    report_file = tmp_path / "lint.json"
+    planted = {"ok": True, "lint": ["planted"], "error": None, "forward_ms": 1.0, "path": "x"}
+    oom = {"ok": False, "lint": [], "error": "CUDA out of memory", "forward_ms": None, "path": "y"}
+    report_file.write_text(json.dumps({"kept": planted, "oom": oom, "stranger": planted}))
+    args = ("problems", "lint", "--set", str(folder), "--backend", "cpu", "--out")
+    out = cli(*args, str(report_file), "--resume", "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert sorted(report) == ["kept", "missing", "oom"]
+    assert report["kept"]["lint"] == ["planted"]  # not checked again
+    assert report["oom"]["ok"] is True and report["oom"]["error"] is None
+    assert report["missing"]["ok"] is True and report["missing"]["lint"] == []
+    assert json.loads(report_file.read_text()) == report
+    assert "needs --out" in cli("problems", "lint", "--resume", "--backend", "cpu").stderr

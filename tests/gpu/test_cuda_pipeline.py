@@ -185,3 +185,125 @@ def test_profile_stage_tables() -> None:
     assert "kernels" in profile["ncu"] or "error" in profile["ncu"]
     print("ncu:", profile["ncu"])
     assert result.compile_us is not None and result.speedup_compile is not None
+
+
+PERSIST_PROBLEM = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """A matrix-vector product over a 40 MB table: memory bound, and the table fits in L2."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("table", torch.randn(10240, 1024))
+
+    def forward(self, x):
+        return torch.mv(self.table, x)
+
+
+def get_inputs():
+    return [torch.randn(1024)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+# Exploit B5: pin the table in L2 with a persisting access-policy window (set again on every
+# call, since a harness may reset the carve-out), so that a flush that only writes over the
+# cache leaves the table resident and every timed call after the first reads it from L2.
+PERSIST_CANDIDATE = '''import ctypes
+
+import torch
+import torch.nn as nn
+
+for _name in ("libcudart.so.13", "libcudart.so.12", "libcudart.so"):
+    try:
+        _rt = ctypes.CDLL(_name)
+        break
+    except OSError:
+        _rt = None
+
+
+class _Window(ctypes.Structure):  # cudaStreamAttrValue.accessPolicyWindow (a 64-byte union)
+    _fields_ = [("base_ptr", ctypes.c_void_p), ("num_bytes", ctypes.c_size_t),
+                ("hit_ratio", ctypes.c_float), ("hit_prop", ctypes.c_int),
+                ("miss_prop", ctypes.c_int), ("pad", ctypes.c_char * 36)]
+
+
+def pin(tensor):
+    """Returns the CUDA error codes of the three calls (0 = accepted)."""
+    device = ctypes.c_int(torch.cuda.current_device())
+    most = ctypes.c_int(0)
+    _rt.cudaDeviceGetAttribute(ctypes.byref(most), 108, device)  # MaxPersistingL2CacheSize
+    nbytes = tensor.numel() * tensor.element_size()
+    a = _rt.cudaDeviceSetLimit(6, ctypes.c_size_t(most.value))  # cudaLimitPersistingL2CacheSize
+    window = _Window(tensor.data_ptr(), nbytes, min(1.0, most.value / nbytes), 2, 1)
+    stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    b = _rt.cudaStreamSetAttribute(stream, 1, ctypes.byref(window))  # AccessPolicyWindow
+    return a, b, most.value
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("table", torch.randn(10240, 1024))
+
+    def forward(self, x):
+        pin(self.table)
+        return torch.mv(self.table, x)
+'''
+
+
+def _control_without_reset(tmp_path: Path) -> tuple[float, float, tuple[int, int, int]]:
+    """What the trick buys against a flush that only overwrites L2 (no persisting reset):
+    median CUDA-event times of the pinned call after such a flush, and after a full one."""
+    import importlib.util
+    import statistics
+
+    import torch
+
+    from cuda_agent.evaluator.worker.device import CudaDevice
+
+    spec = importlib.util.spec_from_file_location("persist_candidate", tmp_path / "cand.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    model = module.ModelNew().cuda()
+    x = torch.randn(1024, device="cuda")
+    codes = module.pin(model.table)
+    device = CudaDevice()
+    plain = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4, device="cuda")
+
+    def median(flush) -> float:
+        samples = []
+        for _ in range(50):
+            flush()
+            torch.cuda.synchronize()
+            samples.append(device.time_call(lambda: model(x))[0])
+        return statistics.median(samples)
+
+    overwrite_only = median(lambda: plain.fill_(1.0))
+    ours = median(device.flush_cache)
+    return overwrite_only, ours, codes
+
+
+def test_persisting_l2_window_earns_nothing(tmp_path: Path) -> None:
+    """B5: the harness resets persisting lines and the carve-out before its flush, so the
+    pinned table is read from memory on every timed call: scored honestly, at its true time."""
+    problem = tmp_path / "persist_problem.py"
+    problem.write_text(PERSIST_PROBLEM)
+    candidate = tmp_path / "cand.py"
+    candidate.write_text(PERSIST_CANDIDATE)
+    overwrite_only, full_flush, codes = _control_without_reset(tmp_path)
+    print(
+        f"B5 control: pinned call after an overwrite-only flush {overwrite_only:.2f} us, "
+        f"after our flush {full_flush:.2f} us (cuda codes {codes})"
+    )
+    assert codes[:2] == (0, 0) and codes[2] > 0, "the window was not accepted: no exploit to test"
+    result = run(candidate, str(problem), size="standard", policy="off")
+    assert result.correct, result.error
+    speedup = result.speedup_eager
+    print(f"B5 verdict: speed-up {speedup:.3f} (candidate {result.runtime_us:.2f} us)")
+    assert speedup is not None and 0.9 <= speedup <= 1.1

@@ -19,7 +19,7 @@ from cuda_agent.cli.common import (
     resolve_size,
 )
 from cuda_agent.cli.pools import make_pool, progress_bar
-from cuda_agent.core.errors import ProblemError
+from cuda_agent.core.errors import CudaAgentError, ProblemError
 from cuda_agent.core.types import Problem
 from cuda_agent.evaluator.problem_check import check_problem_runtime, check_report, check_request
 from cuda_agent.problems.sets import load_problem_set, resolve_problem
@@ -85,6 +85,27 @@ def check_command(
         raise typer.Exit(1)
 
 
+def _out_of_memory(entry: dict[str, object]) -> bool:
+    return "out of memory" in str(entry.get("error")).lower()
+
+
+def _previous_findings(out: Path, wanted: set[str]) -> dict[str, dict[str, object]]:
+    """The entries of an earlier report worth keeping: this set's, not lost to memory."""
+    if not out.exists():
+        return {}
+    try:
+        previous = json.loads(out.read_text())
+    except (OSError, ValueError) as err:
+        raise CudaAgentError(f"{out}: not a lint report ({err})") from None
+    if not isinstance(previous, dict):
+        raise CudaAgentError(f"{out}: not a lint report (expected a JSON object)")
+    return {
+        pid: entry
+        for pid, entry in previous.items()
+        if pid in wanted and isinstance(entry, dict) and not _out_of_memory(entry)
+    }
+
+
 @app.command("lint")
 @one_line_errors
 def lint_command(
@@ -97,17 +118,26 @@ def lint_command(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     workers: int | None = typer.Option(None, help="Devices (default: every GPU)."),
     worker_slots: int = typer.Option(1, help="Problems checked at once on each device."),
+    resume: bool = typer.Option(
+        False, help="Keep the findings already in --out (not out-of-memory ones); check the rest."
+    ),
 ) -> None:
     """Lint a whole problem set for degenerate or broken problems (on the evaluation pool).
 
     With several problems per device, one that runs out of device memory is checked again
-    alone afterwards, so a crowded GPU never makes a problem look broken.
+    alone afterwards, so a crowded GPU never makes a problem look broken. The report is
+    rewritten after every problem, so an interrupted run loses nothing with ``--resume``.
     """
     chosen = resolve_backend(backend)
     problems = load_problem_set(set_, parse_levels(levels), resolve_size(size, chosen))
     report: dict[str, dict[str, object]] = {}
+    if resume:
+        if out is None:
+            raise CudaAgentError("--resume needs --out (the report to continue)")
+        report = _previous_findings(out, {p.id for p in problems})
+    todo = [p for p in problems if p.id not in report]
     with progress_bar() as progress:
-        task = progress.add_task("linting", total=len(problems))
+        task = progress.add_task("linting", total=len(problems), completed=len(report))
 
         def lint_all(batch: list[Problem], slots: int) -> None:
             with make_pool(chosen, workers, None, slots) as pool:
@@ -131,8 +161,8 @@ def lint_command(
                     if out is not None:
                         out.write_text(json.dumps(report, indent=1))
 
-        lint_all(problems, worker_slots)
-        crowded = [p for p in problems if "out of memory" in str(report[p.id]["error"]).lower()]
+        lint_all(todo, worker_slots)
+        crowded = [p for p in todo if _out_of_memory(report[p.id])]
         if crowded and worker_slots > 1:
             for problem in crowded:
                 del report[problem.id]
