@@ -22,13 +22,17 @@ Here an episode is built from the same parts as ``cuda_agent.rollout.run_episode
   of that and the verified evaluations made during the episode. A workdir that cannot be
   loaded as a solution scores -1, like any incorrect solution.
 
+The verl agent loop (``verl_agent_loop``) uses the same class for its episodes: ``reset``,
+``call_tool`` (a module function dispatching any of the agent's tools by name with the
+model's raw JSON arguments), ``get_reward``, ``final_result`` and ``best_result``.
+
 What it does not do: run the agent loop (TRL generates and calls the tools); keep a
 trajectory of messages (the trainer has them; only evaluation events are recorded, in the
 episode's ``trajectory.jsonl``); enforce turn/token budgets (TRL's
 ``max_tool_calling_iterations`` and ``max_completion_length`` do); expose ``multi_edit``,
-``glob``, ``grep`` and ``todo_write`` (the system prompt names them; TRL answers a call to one
-with a "not found" error); add the system prompt (the dataset's prompt carries it, see
-``trl_grpo.build_dataset``).
+``glob``, ``grep`` and ``todo_write`` to TRL (the system prompt names them; TRL answers a call
+to one with a "not found" error; ``call_tool`` reaches them); add the system prompt (the
+dataset's prompt carries it, see ``trl_grpo.build_dataset``).
 
 Episode folders live under ``root`` (the system temporary folder by default) and are removed
 at the next ``reset``, when the instance is used as a context manager and exits, or when it is
@@ -52,7 +56,7 @@ from typing import Any
 from cuda_agent.agent.prompts import task_prompt
 from cuda_agent.agent.shell import PersistentShell
 from cuda_agent.agent.tool_server import ToolServer
-from cuda_agent.agent.tools.base import ToolContext, ToolRegistry
+from cuda_agent.agent.tools.base import ToolContext, ToolOutcome, ToolRegistry
 from cuda_agent.agent.tools.registry import default_tools
 from cuda_agent.agent.trajectory import Trajectory
 from cuda_agent.core.errors import CudaAgentError
@@ -234,6 +238,11 @@ class KernelEnv:
         """The final evaluation of the current episode, once ``get_reward`` has run."""
         return self._episode.final if self._episode is not None else None
 
+    @property
+    def best_result(self) -> EvalResult | None:
+        """The best verified evaluation made during the current episode's tool calls."""
+        return self._episode.tracker.best if self._episode is not None else None
+
     def _start(self, problem: Problem, spec: str, folder: Path) -> _Episode:
         """The episode's parts, put together as ``rollout.run_episode`` does."""
         workdir = folder / "workdir"
@@ -285,10 +294,7 @@ class KernelEnv:
         return final
 
     def _call(self, name: str, **arguments: Any) -> str:
-        episode = self._require()
-        if episode.reward is not None:
-            return "error: the episode is over"
-        return self._registry.call(episode.context, name, json.dumps(arguments)).text
+        return call_tool(self, name, json.dumps(arguments)).text
 
     def _require(self) -> _Episode:
         if self._episode is None:
@@ -300,6 +306,17 @@ class KernelEnv:
             self._finalizer()  # runs _Episode.close once
         self._finalizer = None
         self._episode = None
+
+
+def call_tool(env: KernelEnv, name: str, raw_arguments: str) -> ToolOutcome:
+    """Run any of the agent's tools (``default_tools``: all of them, not only the four methods
+    TRL sees) in ``env``'s current episode, with the arguments as the model wrote them (a JSON
+    object). The outcome says whether the call was malformed, as the agent loop counts it. A
+    function, not a method: TRL would expose a public method as a tool."""
+    episode = env._require()
+    if episode.reward is not None:
+        return ToolOutcome("error: the episode is over", is_error=True)
+    return env._registry.call(episode.context, name, raw_arguments)
 
 
 def _options(options: EvalOptions | None, backend: str) -> EvalOptions:
