@@ -20,6 +20,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -212,17 +213,36 @@ def check_alignment(output: Any, server: ScriptedServer) -> None:
     assert len({r["id"] for r in server.requests}) == 1  # one sticky session
 
 
-def check_verl_output(output: Any) -> None:
+def check_verl_output(output: Any, tokenizer: Any) -> None:
+    """On verl: the output is verl's, and verl's own post-processing (the worker's padding and
+    batching, here without Ray or servers) puts the reward on the last response token, a
+    model token, and logs our numbers."""
     if not RT.available:
         return
+    from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
+
     assert isinstance(output, RT.AgentLoopOutput)
-    batch = output.as_dict()  # what verl's worker makes of it
-    assert batch["rm_scores"][-1] == output.reward_score and batch["rm_scores"][:-1].eq(0).all()
-    assert batch["response_mask"][-1] == 1
+    single = output.as_dict()
+    assert single["rm_scores"][-1] == output.reward_score and single["rm_scores"][:-1].eq(0).all()
     if output.response_logprobs is None:
-        assert "rollout_log_probs" not in batch
+        assert "rollout_log_probs" not in single
     else:
-        assert batch["rollout_log_probs"].tolist() == pytest.approx(output.response_logprobs)
+        assert single["rollout_log_probs"].tolist() == pytest.approx(output.response_logprobs)
+    worker = AgentLoopWorker.__new__(AgentLoopWorker)  # its post-processing only
+    worker.rollout_config = SimpleNamespace(
+        prompt_length=4096, response_length=len(output.response_ids) + 5
+    )
+    worker.tokenizer, worker.processor, worker.mm_processor_kwargs = tokenizer, None, {}
+    worker.reward_loop_worker_handles, worker.distillation_enabled = None, False
+    padded = asyncio.run(worker._agent_loop_postprocess(output, False, **ROW))
+    batch = worker._postprocess([padded], input_non_tensor_batch=None)
+    last = int(batch.batch["attention_mask"][0, 4096:].sum()) - 1
+    assert last == len(output.response_ids) - 1
+    rm_scores = batch.batch["rm_scores"][0]
+    assert rm_scores[last] == output.reward_score and rm_scores.sum() == output.reward_score
+    assert batch.batch["response_mask"][0, last] == 1
+    assert batch.batch["response_mask"][0].tolist()[: last + 1] == output.response_mask
+    assert batch.meta_info["reward_extra_keys"] == list(output.extra_fields["reward_extra_info"])
 
 
 @pytest.mark.parametrize("kernel", ["correct", "wrong"])
@@ -300,7 +320,7 @@ def test_episode_tokens_masks_logprobs_and_reward(
         assert not result.correct and output.reward_score == -1.0
         assert result.error is not None and result.error.stage == "verify"
         assert details["error"].startswith("verify: ")
-    check_verl_output(output)
+    check_verl_output(output, tokenizer)
 
 
 def test_turn_and_token_budgets_end_on_a_model_token(tokenizer: Any, tmp_path: Path) -> None:
@@ -314,7 +334,7 @@ def test_turn_and_token_budgets_end_on_a_model_token(tokenizer: Any, tmp_path: P
     assert output.extra_fields["cuda_agent"]["exit_reason"] == "turn_limit"
     assert output.extra_fields["cuda_agent"]["tool_calls"] == 4
     assert evaluator.calls[-1][0]["model_new.py"] == MODEL_NEW and output.reward_score >= 1.0
-    check_verl_output(output)
+    check_verl_output(output, tokenizer)
     first_reply, context, _ = (ids for _, ids in segments(output))
 
     # Token budget inside the second reply: it is cut at the budget, its call does not run.
@@ -341,7 +361,7 @@ def test_turn_and_token_budgets_end_on_a_model_token(tokenizer: Any, tmp_path: P
     assert len(server.requests) == 1
     details = output.extra_fields["cuda_agent"]
     assert details["exit_reason"] == "token_budget" and details["tool_calls"] == 3
-    check_verl_output(output)
+    check_verl_output(output, tokenizer)
 
 
 def test_cut_off_replies_and_malformed_calls(tokenizer: Any, tmp_path: Path) -> None:
@@ -355,7 +375,7 @@ def test_cut_off_replies_and_malformed_calls(tokenizer: Any, tmp_path: Path) -> 
         max_output_tokens=12,
     )
     assert output.response_logprobs is None
-    check_verl_output(output)
+    check_verl_output(output, tokenizer)
     assert [mask for mask, _ in segments(output)] == [1, 0, 1]
     check_alignment(output, server)
     nudge = tokenizer.decode(segments(output)[1][1])
