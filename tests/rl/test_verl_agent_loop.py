@@ -34,6 +34,7 @@ from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import evaluate
 from cuda_agent.examples import examples_root
 from cuda_agent.rl import verl_compat
+from cuda_agent.rl.episode_tokens import ChatTokens
 from cuda_agent.rl.recipe import load_config, plan
 from cuda_agent.rl.tiny_model import build_tokenizer
 from cuda_agent.rl.verl_agent_loop import CudaAgentLoop
@@ -483,3 +484,45 @@ def test_verl_names_come_from_verl_when_it_imports(tokenizer: Any) -> None:
     assert isinstance(loop, CudaAgentLoop)
     assert (loop.limits.prompt_tokens, loop.limits.response_tokens) == (100, 200)
     assert loop.limits.max_turns == 7 and loop.eval_options.baselines == ("eager",)
+
+
+# A template (ours) that shows reasoning on the last assistant turn or on turns that have
+# some, as Qwen3's does: a conversation rendered with and without what follows an assistant
+# turn then differs in that turn. Context tokens must still come out right.
+HIDING_TEMPLATE = (
+    "{%- for m in messages %}"
+    "{%- if m.role == 'tool' %}"
+    "{{- '<|im_start|>user\\n<tool_response>\\n' + m.content }}"
+    "{{- '\\n</tool_response><|im_end|>\\n' }}"
+    "{%- elif m.role == 'assistant' %}{{- '<|im_start|>assistant\\n' }}"
+    "{%- if loop.last or m.reasoning_content %}"
+    "{{- '<think>' + (m.reasoning_content or '') + '</think>' }}{%- endif %}"
+    "{{- m.content }}"
+    "{%- for c in m.tool_calls or [] %}{{- '<tool_call>' + c.function.name + '</tool_call>' }}"
+    "{%- endfor %}{{- '<|im_end|>\\n' }}"
+    "{%- else %}{{- '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}{%- endif %}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+)
+
+
+def test_context_tokens_with_a_template_that_hides_past_reasoning() -> None:
+    tokenizer = build_tokenizer()
+    tokenizer.chat_template = HIDING_TEMPLATE
+    chat = ChatTokens(tokenizer)
+    talk: list[dict[str, Any]] = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "bash"}}]},
+    ]
+    generated = tokenizer.encode("<tool_call>bash</tool_call><|im_end|>", add_special_tokens=False)
+    for appended in (
+        [{"role": "tool", "content": "one"}, {"role": "tool", "content": "two"}],
+        [{"role": "user", "content": CUT_OFF_NUDGE}],
+    ):
+        full = tokenizer.apply_chat_template(
+            [*talk, *appended], tokenize=False, add_generation_prompt=True
+        )
+        text = tokenizer.decode(chat.context_ids(generated, appended))
+        assert text.startswith("\n<|im_start|>user\n") and full.endswith(text)
+        assert full.endswith("<tool_call>bash</tool_call><|im_end|>" + text)

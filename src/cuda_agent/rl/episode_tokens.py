@@ -18,9 +18,15 @@ How context tokens are made (text level, any chat template that is append-only):
   (the newline after ``<|im_end|>``, or the whole closing of a cut-off reply) is inserted
   first, as context.
 
-What it does not do: multimodal content, templates that rewrite earlier turns (such as
-templates that drop past reasoning), token-level prefix checks against a full re-render (the
-text-level rendering is encoded piece by piece; boundaries fall on special tokens or newlines).
+The model's turns are never re-rendered: the trace keeps the tokens it generated (reasoning
+included, even where a template would drop past reasoning), and the next request sees that same
+trace. The synthetic assistant turn carries some reasoning, so templates that show reasoning
+only on the last turn or on turns that have some (Qwen3) render it alike with and without
+what follows.
+
+What it does not do: multimodal content, templates whose rendering of appended messages
+depends on the real earlier turns, token-level prefix checks against a full re-render (the
+text is encoded piece by piece; boundaries fall on special tokens or newlines).
 """
 
 from __future__ import annotations
@@ -29,7 +35,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 _MARK = "\u27e6cuda-agent-turn\u27e7"  # a string no template produces by itself
-_SYNTHETIC_USER = {"role": "user", "content": "x"}
+_SYNTHETIC: list[dict[str, Any]] = [
+    {"role": "system", "content": "s"},
+    {"role": "user", "content": "u"},
+]
+# Reasoning on the synthetic assistant turn: templates that show reasoning only on the last
+# turn unless a turn has some (Qwen3) render that turn the same with or without what follows.
+_REASONING = "r"
 
 
 @dataclass
@@ -106,7 +118,8 @@ class ChatTokens:
     def assistant_closing(self) -> str:
         """What the template writes after an assistant turn's content (``<|im_end|>\\n``)."""
         if self._closing is None:
-            text = self._render([_SYNTHETIC_USER, {"role": "assistant", "content": _MARK}])
+            turn = {"role": "assistant", "content": _MARK, "reasoning_content": _REASONING}
+            text = self._render([*_SYNTHETIC, turn])
             if _MARK not in text:
                 raise ValueError("the chat template does not render assistant content")
             self._closing = text[text.rindex(_MARK) + len(_MARK) :]
@@ -123,11 +136,17 @@ class ChatTokens:
                 for m in appended
                 if m.get("role") == "tool"
             ]
-            turn: dict[str, Any] = {"role": "assistant", "content": "", "tool_calls": calls}
-        else:
-            turn = {"role": "assistant", "content": "y"}
-        before = self._render([_SYNTHETIC_USER, turn])
-        after = self._render([_SYNTHETIC_USER, turn, *appended], add_generation_prompt=True)
+            turn: dict[str, Any] = {
+                "role": "assistant",
+                "content": "",
+                "reasoning_content": _REASONING,
+                "tool_calls": calls,
+            }
+            base = [*_SYNTHETIC, turn]
+        else:  # a user turn renders the same whatever came before it
+            base = list(_SYNTHETIC)
+        before = self._render(base)
+        after = self._render([*base, *appended], add_generation_prompt=True)
         if not after.startswith(before):
             roles = ", ".join(str(m.get("role")) for m in appended)
             raise ValueError(f"the chat template is not append-only (appending {roles})")
