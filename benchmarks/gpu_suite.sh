@@ -11,6 +11,8 @@
 #                                    one GPU (continued by I) beside KernelBench's evaluator
 #   bash benchmarks/gpu_suite.sh I   sweep, part 2, and on the other GPU: task lint re-run, GPU
 #                                    tests (B5, TRL), build times, repeated evaluations
+#   bash benchmarks/gpu_suite.sh J   sweep, part 3 (what is left), and on the other GPU: the B5
+#                                    fixture, then the task lint re-run (resumed)
 # H and I need an nvidia-h200-x2 machine and keep their state in gpu-runs/ (resumable: carry
 # it back if the machine was given back between the calls).
 # Needs a KernelBench checkout in .kb/ and, for KernelBench's evaluator, wheels in .whl/
@@ -143,8 +145,29 @@ I)
   tail -8 gpu-runs/build_cache.txt; tail -4 gpu-runs/kb_lint.txt; tail -12 gpu-runs/self_repeat.txt
   tar czf "$OUT/gpu-runs.tgz" gpu-runs
   ;;
+J)
+  mkdir -p gpu-runs
+  python3 -m cuda_agent bench references --problems .kb --levels 1,2,3 --out /tmp/refs
+  SWEEP_DEADLINE=$(($(date +%s) + ${J_SECONDS:-450}))
+  for level in 1 2; do bash benchmarks/sweep.sh two $level "$((SWEEP_DEADLINE - 300))"; done
+  (
+    export CUDA_VISIBLE_DEVICES=1
+    timeout 100 python3 -m pytest -q -m gpu tests/gpu -p no:cacheprovider -rfE -s \
+      -k "persisting" >gpu-runs/gpu_b5.log 2>&1
+    timeout $((SWEEP_DEADLINE - $(date +%s))) python3 -m cuda_agent problems lint --set .kb \
+      --levels 1,2,3 --backend cuda --timeout 150 --out gpu-runs/kb_lint.json --resume \
+      >gpu-runs/kb_lint_j.txt 2>&1
+    echo "lint exit $?" >>gpu-runs/kb_lint_j.txt
+  ) &
+  for level in 1 2 3; do CUDA_VISIBLE_DEVICES=0 bash benchmarks/sweep.sh one $level "$SWEEP_DEADLINE"; done
+  wait
+  python3 benchmarks/sweep_summary.py gpu-runs | head -14
+  grep -E "passed|failed|B5|FAILED|Error|assert" gpu-runs/gpu_b5.log | tail -8
+  tail -3 gpu-runs/kb_lint_j.txt
+  tar czf "$OUT/gpu-runs.tgz" gpu-runs
+  ;;
 *)
-  echo "usage: $0 A|B|C|D|E|F|G|H|I" >&2
+  echo "usage: $0 A|B|C|D|E|F|G|H|I|J" >&2
   exit 2
   ;;
 esac

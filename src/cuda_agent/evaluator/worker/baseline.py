@@ -48,7 +48,7 @@ def run_baseline_compile(req: WorkerRequest) -> dict[str, Any]:
     outcome = time_interleaved(
         lambda args: compiled(*args),
         lambda args: eager(*args),
-        ref.timing_sets,
+        ref.timing_inputs(),
         device,
         req.timing,
         req.atol,
@@ -59,7 +59,7 @@ def run_baseline_compile(req: WorkerRequest) -> dict[str, Any]:
         return {"ok": False, "error": f"timing torch.compile failed: {outcome.failure}"}
     profile = None
     if req.profile and device.name == "cuda":
-        inputs = ref.timing_sets[0] if ref.timing_sets else ref.verify_sets[0]
+        inputs = ref.timing_inputs()[0]
         activities = profile_call(functools.partial(compiled, *clone_nested(inputs)))
         profile = summarise_kernels(activities, set()).as_dict()
     return {

@@ -147,7 +147,7 @@ def _evaluate(
     )
     result["verify"] = {"trials": trials, "ops": dict(sorted(ops.items()))}
     _check_canary(ref, canary, result)
-    result["custom_calls_per_forward"] = shim.usage.calls / max(1, req.trials)
+    result["custom_calls_per_forward"] = shim.usage.calls / max(1, len(ref.verify_sets))
     phases.mark("verify")
     if device.name == "cuda":
         _kernel_check(req, ref, cand, shim, result)
@@ -372,7 +372,7 @@ def _time(
     outcome = time_interleaved(
         run_candidate,
         lambda args: _call(ref.model, args),
-        ref.timing_sets,
+        ref.timing_inputs(),
         device,
         req.timing,
         req.atol,
@@ -411,7 +411,7 @@ def _stream_check(
     """Device work of a call (all streams, CUPTI) must fit in the time CUDA events measured."""
     busy = []
     for j in range(3):
-        args = clone_nested(ref.timing_sets[j % len(ref.timing_sets)])
+        args = clone_nested(ref.timing_inputs()[j % len(ref.timing_inputs())])
         device.flush_cache()
         busy.append(busy_us(profile_call(functools.partial(_call, cand, args))))
     measured = result["runtime_us"]
@@ -431,7 +431,7 @@ def _profile(
     ref: Reference, cand: torch.nn.Module, shim: BuildShim, result: dict[str, Any]
 ) -> None:
     names = candidate_kernel_names(shim.module_paths)
-    inputs = ref.timing_sets[0] if ref.timing_sets else ref.verify_sets[0]
+    inputs = ref.timing_inputs()[0]
     result["profile"] = {
         "candidate": summarise_kernels(
             profile_call(functools.partial(_call, cand, clone_nested(inputs))), names

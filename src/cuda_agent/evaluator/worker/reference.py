@@ -45,6 +45,11 @@ class Reference:
     def all_sets(self) -> list[list[Any]]:
         return [*self.verify_sets, *self.timing_sets]
 
+    def timing_inputs(self) -> list[list[Any]]:
+        """The sets timing rotates over: its own, or the verification sets when memory allowed
+        none of its own (see ``_affordable_sets``)."""
+        return self.timing_sets or self.verify_sets
+
     def inputs_intact(self) -> bool:
         return [fingerprint_nested(s) for s in self.all_sets()] == self.input_fingerprints
 
@@ -91,7 +96,9 @@ def build_reference(
         state_fingerprint=fingerprint_nested(list(model.state_dict().values())),
     )
     first = draw_inputs(module, derive_seed(seed, "verify", 0), device)
-    timing_sets = _affordable_timing_sets(first, verify_trials, timing_sets, device, ref.notes)
+    verify_trials, timing_sets = _affordable_sets(
+        first, verify_trials, timing_sets, device, ref.notes
+    )
     ref.verify_sets = [first] + [
         draw_inputs(module, derive_seed(seed, "verify", k), device) for k in range(1, verify_trials)
     ]
@@ -102,23 +109,38 @@ def build_reference(
     return ref
 
 
-def _affordable_timing_sets(
+MEMORY_SHARE = 0.4  # of the free device memory, for the input sets held at once
+MIN_VERIFY_SETS = 2
+
+
+def _affordable_sets(
     first: list[Any], trials: int, wanted: int, device: Device, notes: list[str]
-) -> int:
-    """Fewer rotating timing sets when all input sets would not fit in 40% of free memory."""
-    if device.name != "cuda" or wanted <= 1:
-        return wanted
+) -> tuple[int, int]:
+    """(verification sets, timing sets) that fit in ``MEMORY_SHARE`` of free device memory.
+
+    Every set is held for the whole evaluation (drawn before the candidate is imported, so
+    its code cannot touch how they are made). When they do not all fit, timing first gets
+    fewer sets of its own, then none (it rotates over the verification sets), then the
+    verification trials shrink, to no fewer than ``MIN_VERIFY_SETS``; each cut is noted.
+    """
+    if device.name != "cuda":
+        return trials, wanted
     per_set = sum(t.numel() * t.element_size() for t in first if isinstance(t, torch.Tensor))
     free, _ = torch.cuda.mem_get_info(device.torch_device)
-    affordable = int(0.4 * free // max(per_set, 1)) - trials
-    if affordable >= wanted:
-        return wanted
-    chosen = max(1, affordable)
+    affordable = int(MEMORY_SHARE * free // max(per_set, 1))
+    if affordable >= trials + wanted:
+        return trials, wanted
+    size = f"large inputs ({per_set / 2**30:.1f} GiB a set)"
+    if affordable > trials:
+        chosen = affordable - trials
+        notes.append(f"{size}: {chosen} timing input set(s) instead of {wanted}")
+        return trials, chosen
+    verify = max(MIN_VERIFY_SETS, min(trials, affordable))
     notes.append(
-        f"large inputs ({per_set / 2**30:.1f} GiB a set): {chosen} timing input set(s) "
-        f"instead of {wanted}"
+        f"{size}: {verify} verification trial(s) instead of {trials}, and timing rotates "
+        "over their inputs"
     )
-    return chosen
+    return verify, 0
 
 
 def draw_inputs(module: Any, seed: int, device: Device) -> list[Any]:
