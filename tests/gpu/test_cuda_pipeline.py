@@ -291,7 +291,8 @@ def _control_without_reset(tmp_path: Path) -> tuple[float, float, tuple[int, int
 
 def test_persisting_l2_window_earns_nothing(tmp_path: Path) -> None:
     """B5: the harness resets persisting lines and the carve-out before its flush, so the
-    pinned table is read from memory on every timed call: scored honestly, at its true time."""
+    pinned table is read from memory on every timed call: scored honestly, at its true time
+    (the pinning calls included), never faster than the reference."""
     problem = tmp_path / "persist_problem.py"
     problem.write_text(PERSIST_PROBLEM)
     candidate = tmp_path / "cand.py"
@@ -306,4 +307,6 @@ def test_persisting_l2_window_earns_nothing(tmp_path: Path) -> None:
     assert result.correct, result.error
     speedup = result.speedup_eager
     print(f"B5 verdict: speed-up {speedup:.3f} (candidate {result.runtime_us:.2f} us)")
-    assert speedup is not None and 0.9 <= speedup <= 1.1
+    # No gain: on the H200 (2026-11-29) the control read 55 us after an overwrite-only flush
+    # against 82 us after ours, and the verdict was 0.44x (the pinning calls are timed too).
+    assert speedup is not None and speedup <= 1.05

@@ -87,10 +87,11 @@ def _checksums(t: torch.Tensor) -> torch.Tensor | None:
     if bits.element_size() < 4:
         bits = _to(bits, torch.int32)
     ramp = _ramp(bits.device, bits.dtype)
-    plain = _sum(bits, dtype=torch.int64)
+    plain = _zeros((), dtype=torch.int64, device=bits.device)
     weighted = _zeros((), dtype=torch.int64, device=bits.device)
     for k, start in enumerate(range(0, bits.numel(), FINGERPRINT_CHUNK)):
         part = bits[start : start + FINGERPRINT_CHUNK]
+        plain += _sum(part, dtype=torch.int64)  # per chunk: the widening copy stays small
         # products wrap around in the integer width: deterministic, and an odd weight keeps
         # every single-element change visible; the chunk number weighs the chunk's sum
         weighted += _sum(part * ramp[: part.numel()], dtype=torch.int64) * (2 * k + 1)
