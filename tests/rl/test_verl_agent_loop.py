@@ -35,6 +35,7 @@ from cuda_agent.evaluator.pipeline import evaluate
 from cuda_agent.examples import examples_root
 from cuda_agent.rl import verl_compat
 from cuda_agent.rl.episode_tokens import ChatTokens
+from cuda_agent.rl.evaluation_config import EvaluationSettings
 from cuda_agent.rl.recipe import load_config, plan
 from cuda_agent.rl.tiny_model import build_tokenizer
 from cuda_agent.rl.verl_agent_loop import CudaAgentLoop
@@ -526,3 +527,14 @@ def test_context_tokens_with_a_template_that_hides_past_reasoning() -> None:
         text = tokenizer.decode(chat.context_ids(generated, appended))
         assert text.startswith("\n<|im_start|>user\n") and full.endswith(text)
         assert full.endswith("<tool_call>bash</tool_call><|im_end|>" + text)
+
+
+def test_evaluation_settings_from_a_stage_section() -> None:
+    section = {"backend": "cpu", "policy": "kernelbench", "baselines": ["eager"], "pool": "ray"}
+    settings = EvaluationSettings.from_mapping(section)
+    assert settings == EvaluationSettings("cpu", "kernelbench", ("eager",), "ray")
+    assert settings.options().baselines == ("eager",) and settings.options().policy == "kernelbench"
+    assert EvaluationSettings.from_mapping(None) == EvaluationSettings()
+    assert EvaluationSettings.from_mapping({"pool": "local"}).evaluator() is evaluate
+    collect = plan("collect", load_config("collect", None, ("evaluation.pool=ray",)))
+    assert collect.command[-2:] == ["--ray", "local"]  # bench's name for the same thing

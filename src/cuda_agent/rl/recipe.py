@@ -146,8 +146,8 @@ def _plan_collect(config: dict[str, Any]) -> Plan:
         str(config["out"]),
     ]
     pool = config["evaluation"]["pool"]
-    if pool != "local":
-        command += ["--ray", str(pool)]
+    if pool != "local":  # bench's "--ray local" is the Ray cluster of this machine
+        command += ["--ray", "local" if pool == "ray" else str(pool)]
     notes = ["serve the single-turn model behind an OpenAI-compatible endpoint (vLLM) first"]
     return Plan("collect", "bench", config, command, {}, {}, notes)
 
