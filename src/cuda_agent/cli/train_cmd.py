@@ -54,6 +54,8 @@ def _print_plan(resolved: Plan) -> None:
     for path, content in resolved.files.items():
         out_console.print(f"[bold]file[/bold] {path}")
         out_console.print(content.rstrip(), markup=False)
+    for path, source in resolved.datasets.items():
+        out_console.print(f"[bold]dataset[/bold] {path} <- {source}", markup=False)
     out_console.print("[bold]command[/bold]")
     out_console.print(" \\\n    ".join(resolved.command), markup=False, soft_wrap=True)
     for note in resolved.notes:
@@ -89,6 +91,7 @@ def _run(resolved: Plan) -> None:
     for path, content in resolved.files.items():
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(content, encoding="utf-8")
+    _write_datasets(resolved)
     command = list(resolved.command)
     if command[0] == "cuda-agent":
         command = [sys.executable, "-m", "cuda_agent", *command[1:]]
@@ -96,6 +99,16 @@ def _run(resolved: Plan) -> None:
     code = subprocess.call(command)
     if code != 0:
         raise typer.Exit(code)
+
+
+def _write_datasets(resolved: Plan) -> None:
+    from cuda_agent.rl.verl_data import write_verl_dataset
+
+    for path, source in resolved.datasets.items():
+        rows = write_verl_dataset(
+            source["problems"], Path(path), source["agentic"], source["backend"], source["size"]
+        )
+        err_console.print(f"verl dataset: {rows} problems from {source['problems']} -> {path}")
 
 
 def _run_grpo(resolved: Plan) -> None:

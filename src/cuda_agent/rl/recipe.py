@@ -44,6 +44,7 @@ class Plan:
     command: list[str]
     engine_options: dict[str, Any] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)  # path -> content to write first
+    datasets: dict[str, dict[str, Any]] = field(default_factory=dict)  # verl data to write first
     notes: list[str] = field(default_factory=list)
 
     def command_line(self) -> str:
@@ -56,6 +57,7 @@ class Plan:
             "command": self.command_line(),
             "engine_options": self.engine_options,
             "files": self.files,
+            "datasets": self.datasets,
             "config": self.config,
             "notes": self.notes,
         }
@@ -104,7 +106,16 @@ def _plan_ppo(stage: str, config: dict[str, Any]) -> Plan:
     if agentic:
         loop_file = str(Path(config["trainer"]["save_dir"]) / stage / "agent_loop.yaml")
         files[loop_file] = yaml.safe_dump(verl_compat.agent_loop_registry(config["evaluation"]))
-    options = verl_compat.ppo_overrides(config, loop_file)
+    train_file = str(Path(config["trainer"]["save_dir"]) / stage / "train.parquet")
+    datasets = {
+        train_file: {
+            "problems": str(config["data"]["train"]),
+            "agentic": agentic,
+            "backend": str(config["evaluation"]["backend"]),
+            "size": str(config["data"].get("size", "standard")),
+        }
+    }
+    options = verl_compat.ppo_overrides(config, loop_file, train_file)
     command = [
         "python3",
         "-m",
@@ -117,7 +128,8 @@ def _plan_ppo(stage: str, config: dict[str, Any]) -> Plan:
     ]
     if not agentic:
         notes.append("single reply per problem: verl's single-turn loop, our evaluator as reward")
-    return Plan(stage, "verl", config, command, options, files, notes)
+    notes.append(f"the verl dataset {train_file} is written from {config['data']['train']} first")
+    return Plan(stage, "verl", config, command, options, files, datasets, notes=notes)
 
 
 def _plan_collect(config: dict[str, Any]) -> Plan:
@@ -149,7 +161,7 @@ def _plan_collect(config: dict[str, Any]) -> Plan:
     if pool != "local":  # bench's "--ray local" is the Ray cluster of this machine
         command += ["--ray", "local" if pool == "ray" else str(pool)]
     notes = ["serve the single-turn model behind an OpenAI-compatible endpoint (vLLM) first"]
-    return Plan("collect", "bench", config, command, {}, {}, notes)
+    return Plan("collect", "bench", config, command, {}, {}, notes=notes)
 
 
 def _plan_grpo(config: dict[str, Any]) -> Plan:
@@ -168,7 +180,7 @@ def _plan_grpo(config: dict[str, Any]) -> Plan:
         f"from cuda_agent.rl.trl_grpo import run_grpo; run_grpo(**{options!r})",
     ]
     notes = ["TRL on this node: generation with transformers, one evaluator per rollout"]
-    return Plan("grpo", "trl", config, command, options, {}, notes)
+    return Plan("grpo", "trl", config, command, options, {}, notes=notes)
 
 
 def _plan_rft(config: dict[str, Any]) -> Plan:
@@ -184,7 +196,7 @@ def _plan_rft(config: dict[str, Any]) -> Plan:
     notes = [
         f"first: the RFT set from {runs} into {data_file} (rules: {config['rules']})",
     ]
-    return Plan("rft", "verl-sft", config, command, options, {}, notes)
+    return Plan("rft", "verl-sft", config, command, options, {}, notes=notes)
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

@@ -40,12 +40,21 @@ AGENT_LOOP_CLASS = "cuda_agent.rl.verl_agent_loop.CudaAgentLoop"
 # verl's custom reward function (``reward.custom_reward_function``; the top-level
 # ``custom_reward_function`` of older versions is migrated there by 0.9.1): our single-turn
 # reward, loaded with verl's ``load_extern_object`` from a ``pkg://`` module path.
+# verl's RL dataset columns (verl/utils/dataset/rl_dataset.py and the agent-loop worker)
+DATA_SOURCE_KEY = "data_source"
+PROMPT_KEY = "prompt"
+REWARD_MODEL_KEY = "reward_model"
+EXTRA_INFO_KEY = "extra_info"
+AGENT_NAME_KEY = "agent_name"  # which registered agent loop runs the row
 REWARD_FUNCTION_PATH = "pkg://cuda_agent.rl.verl_reward"
 REWARD_FUNCTION_NAME = "compute_score"
 
 
-def ppo_overrides(config: dict[str, Any], agent_loop_config: str | None) -> dict[str, Any]:
-    """verl ``main_ppo`` overrides for a single-turn, value-pretrain or agentic-ppo stage."""
+def ppo_overrides(
+    config: dict[str, Any], agent_loop_config: str | None, train_file: str | None = None
+) -> dict[str, Any]:
+    """verl ``main_ppo`` overrides for a single-turn, value-pretrain or agentic-ppo stage
+    (``train_file``: the verl dataset made from ``data.train``; by default ``data.train``)."""
     algo, batch, optim, rollout = (
         config["algorithm"],
         config["batch"],
@@ -58,7 +67,7 @@ def ppo_overrides(config: dict[str, Any], agent_loop_config: str | None) -> dict
         "algorithm.adv_estimator": algo["adv_estimator"],
         "algorithm.gamma": algo["gamma"],
         "algorithm.lam": algo["lam"],
-        "data.train_files": config["data"]["train"],
+        "data.train_files": train_file or config["data"]["train"],
         "data.train_batch_size": batch["train"],
         "data.max_prompt_length": rollout["max_prompt_tokens"],
         "data.max_response_length": rollout["max_response_tokens"],
