@@ -13,6 +13,9 @@
 #                                    tests (B5, TRL), build times, repeated evaluations
 #   bash benchmarks/gpu_suite.sh J   sweep, part 3 (what is left), and on the other GPU: the B5
 #                                    fixture, then the task lint re-run (resumed)
+#   bash benchmarks/gpu_suite.sh K   the whole one-GPU sweep (levels 1-3, run "h200"), resumable:
+#                                    repeat K (carrying gpu-runs) until it is done; the first
+#                                    call after it finishes runs the GPU B5 fixture
 # H and I need an nvidia-h200-x2 machine and keep their state in gpu-runs/ (resumable: carry
 # it back if the machine was given back between the calls).
 # Needs a KernelBench checkout in .kb/ and, for KernelBench's evaluator, wheels in .whl/
@@ -166,8 +169,22 @@ J)
   tail -3 gpu-runs/kb_lint_j.txt
   tar czf "$OUT/gpu-runs.tgz" gpu-runs
   ;;
+K)
+  nvidia-smi -L
+  mkdir -p gpu-runs
+  python3 -m cuda_agent bench references --problems .kb --levels 1,2,3 --out /tmp/refs
+  SWEEP_DEADLINE=$(($(date +%s) + ${K_SECONDS:-540}))
+  for level in 1 2 3; do bash benchmarks/sweep.sh h200 $level "$SWEEP_DEADLINE"; done
+  if [ -f gpu-runs/h200/L3/.done ] && [ $((SWEEP_DEADLINE - $(date +%s))) -gt 60 ]; then
+    timeout $((SWEEP_DEADLINE - $(date +%s))) python3 -m pytest -q -m gpu tests/gpu \
+      -p no:cacheprovider -rfE -s -k "persisting" >gpu-runs/gpu_b5_k.log 2>&1
+    grep -E "passed|failed|FAILED|Error|assert" gpu-runs/gpu_b5_k.log | tail -8
+  fi
+  python3 benchmarks/sweep_summary.py gpu-runs | grep -A3 "^h200"
+  tar czf "$OUT/gpu-runs.tgz" gpu-runs
+  ;;
 *)
-  echo "usage: $0 A|B|C|D|E|F|G|H|I|J" >&2
+  echo "usage: $0 A|B|C|D|E|F|G|H|I|J|K" >&2
   exit 2
   ;;
 esac

@@ -4,8 +4,10 @@ Usage: python benchmarks/sweep_summary.py gpu-runs
 
 Per run (mode and level): problems done, correct, wall seconds (the sum of the segments in
 times.jsonl), throughput, the spread of self-speed-ups (|1 - speed-up|) and the jobs per GPU;
-then the one-GPU against two-GPU wall-time ratio over the levels both finished; then, when
-gpu-runs/kb_self.json exists, KernelBench's evaluator beside ours on the same problems.
+then where each run's worker time went (phases summed over problems, and how many timings
+stopped at the time cap); then the one-GPU against two-GPU wall-time ratio over the levels
+both finished; then, when gpu-runs/kb_self.json exists, KernelBench's evaluator beside ours on
+the same problems.
 """
 
 from __future__ import annotations
@@ -34,6 +36,19 @@ def spread(values: list[float]) -> str:
     )
 
 
+def phases(rows: list[dict[str, Any]]) -> str:
+    """Worker seconds per phase, summed over ``rows``, and the count of time-capped timings."""
+    total: dict[str, float] = collections.defaultdict(float)
+    capped = 0
+    for r in rows:
+        details = r["result"].get("details") or {}
+        for name, seconds in (details.get("worker_phases_s") or {}).items():
+            total[name] += float(seconds)
+        capped += (details.get("timing") or {}).get("stop_reason") == "time_cap"
+    spent = ", ".join(f"{name} {seconds:.0f}" for name, seconds in total.items())
+    return f"worker s: {spent or '-'}; timings at the time cap: {capped}"
+
+
 def main() -> None:
     root = Path(sys.argv[1] if len(sys.argv) > 1 else "gpu-runs")
     times = read_jsonl(root / "times.jsonl")
@@ -60,6 +75,7 @@ def main() -> None:
             f"{mode}/L{level:<4} {len(rows):>5} {len(ok):>5} {seconds:>8.1f} {rate:>8.1f}  "
             f"{spread(speedups)}  gpus {dict(devices)}{'' if finished[(mode, level)] else ' (cut)'}"
         )
+        print(f"    {phases(rows)}")
         for r in rows:
             if not r["result"].get("correct"):
                 error = str((r["result"].get("error") or {}).get("message", ""))[:160]

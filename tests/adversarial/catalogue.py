@@ -73,6 +73,13 @@ CATALOGUE: list[Fixture] = [
         ("reference_inputs_mutated",),
         "pristine inputs fingerprinted before the import",
     ),
+    R(
+        "a4_pristine_inputs_between_trials",
+        "A4/B8",
+        ("reference_inputs_mutated",),
+        "each trial's pristine set fingerprinted after both copies are made",
+        options={"policy": "off"},
+    ),
     R("a5_reference_code", "A5", ("forbidden_op:relu",), "dispatcher hook, strict policy"),
     R("a5_getattr_alias", "A5/C3", ("forbidden_op:relu",), "dispatcher hook (names irrelevant)"),
     R("a5_call_reference_via_gc", "A5/A12", ("forbidden_op:relu",), "dispatcher hook"),
@@ -128,6 +135,14 @@ CATALOGUE: list[Fixture] = [
     ),
     R("b4_forge_result", "B4", ("crashed",), "nonce-tagged private pipe; exit codes ignored"),
     S("b8_shrink_sizes", "B8", "inputs drawn from a private copy before the import"),
+    R(
+        "a4_slow_reference_in_timing",
+        "A4/B",
+        ("reference_weights_mutated", "timed_output_mismatch"),
+        "reference weights fingerprinted on secret timing rounds and after the last",
+        problem="bias_gelu_scale",
+        options={"policy": "off"},
+    ),
     R("b9_threads", "B9", ("global_state_changed:num_threads",), "global switches snapshotted"),
     R(
         "b10_torch_compile_inside",

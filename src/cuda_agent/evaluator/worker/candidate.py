@@ -15,9 +15,10 @@ from typing import Any
 
 import torch
 
+from cuda_agent.evaluator.worker.construct import build_on_device
+from cuda_agent.evaluator.worker.device import Device
 from cuda_agent.evaluator.worker.modules import describe_exception, module_from_source
 from cuda_agent.evaluator.worker.shim import BuildShim, CandidateBuildFailed
-from cuda_agent.evaluator.worker.tensors import clone_nested
 
 WORKDIR_EXTENSION = "cuda_extension"
 
@@ -73,14 +74,14 @@ def instantiate(
     init_args: list[Any],
     init_seed: int,
     state: dict[str, torch.Tensor],
-    device: torch.device,
+    device: Device,
     entry: str,
     files: tuple[str, ...],
 ) -> torch.nn.Module:
-    """``ModelNew(*get_init_inputs())`` with the reference's weights loaded strictly."""
-    torch.manual_seed(init_seed)
+    """``ModelNew(*get_init_inputs())`` built on the device, with the reference's weights loaded
+    strictly (see ``construct.py`` for how it is built)."""
     try:
-        model = model_new(*clone_nested(init_args))
+        model, _ = build_on_device(model_new, init_args, init_seed, device)
     except BaseException as err:
         raise CandidateFailure(
             "load", f"ModelNew(*get_init_inputs()) failed: {describe_exception(err, files)}"
@@ -95,8 +96,9 @@ def instantiate(
             "ModelNew's parameters must match Model's (strict load_state_dict): " + detail[:800],
         ) from None
     try:
-        return model.to(device).eval()
+        return model.to(device.torch_device).eval()
     except BaseException as err:
         raise CandidateFailure(
-            "load", f"moving ModelNew to {device} failed: {describe_exception(err, files)}"
+            "load",
+            f"moving ModelNew to {device.torch_device} failed: {describe_exception(err, files)}",
         ) from None

@@ -42,7 +42,7 @@ def run_profile_run(req: WorkerRequest) -> dict[str, Any]:
             ref.init_args,
             ref.init_seed,
             ref.state,
-            device.torch_device,
+            device,
             req.solution_entry,
             files,
         )

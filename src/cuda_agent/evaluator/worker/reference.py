@@ -14,10 +14,10 @@ from typing import Any
 
 import torch
 
+from cuda_agent.evaluator.worker.construct import build_on_device
 from cuda_agent.evaluator.worker.device import Device
 from cuda_agent.evaluator.worker.modules import describe_exception, module_from_source
 from cuda_agent.evaluator.worker.tensors import (
-    clone_nested,
     derive_seed,
     fingerprint_nested,
 )
@@ -53,6 +53,10 @@ class Reference:
     def inputs_intact(self) -> bool:
         return [fingerprint_nested(s) for s in self.all_sets()] == self.input_fingerprints
 
+    def set_intact(self, index: int) -> bool:
+        """Whether input set ``index`` of ``all_sets()`` is unchanged (one set: cheaper)."""
+        return fingerprint_nested(self.all_sets()[index]) == self.input_fingerprints[index]
+
     def weights_intact(self) -> bool:
         return fingerprint_nested(list(self.model.state_dict().values())) == self.state_fingerprint
 
@@ -79,13 +83,15 @@ def build_reference(
     if not isinstance(init_args, list | tuple):
         raise ProblemFailure(f"get_init_inputs() returned {type(init_args).__name__}, not a list")
     init_args = list(init_args)
-    torch.manual_seed(init_seed)
     try:
-        model = module.Model(*clone_nested(init_args)).to(device.torch_device).eval()
+        model, on_host = build_on_device(module.Model, init_args, init_seed, device)
     except Exception as err:
         raise ProblemFailure(
             f"Model(*get_init_inputs()) failed: {describe_exception(err, (PROBLEM_FILE,))}"
         ) from None
+    if not isinstance(model, torch.nn.Module):
+        raise ProblemFailure(f"Model(*get_init_inputs()) returned {type(model).__name__}")
+    model.eval()
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     ref = Reference(
         module=module,
@@ -95,6 +101,11 @@ def build_reference(
         state=state,
         state_fingerprint=fingerprint_nested(list(model.state_dict().values())),
     )
+    if on_host:
+        ref.notes.append(
+            "Model(*get_init_inputs()) fails when built on the device directly; it was built "
+            "on the host and moved"
+        )
     first = draw_inputs(module, derive_seed(seed, "verify", 0), device)
     verify_trials, timing_sets = _affordable_sets(
         first, verify_trials, timing_sets, device, ref.notes

@@ -7,9 +7,14 @@ Protocol (one round = one call of each side, order alternating A B / B A):
   across calls does not pay; all of this happens outside the timed region;
 * the device's cache is flushed before every timed call;
 * warm-up by time (``warmup_ms`` and ``warmup_calls`` for each side) before any sample;
-* a random subset of rounds (``check_fraction``, plus the first and last) compares the
-  candidate's timed output with the reference's output for the same inputs, so a candidate
-  that behaves only when checked is caught;
+* a random subset of rounds (``check_fraction``, plus the first) compares the candidate's
+  timed output with the reference's output for the same inputs, so a candidate that behaves
+  only when checked is caught; the subset is drawn from the operating system's randomness
+  (``random.SystemRandom``), which keeps no state in the process for a candidate to read;
+* ``after_call`` runs after every round: cheap checks each time, and the expensive ones
+  (fingerprints of every pristine tensor) on the checked rounds and once more after the last
+  round, so a tampering candidate cannot tell when it is watched and any lasting change is
+  caught, at a cost that does not grow with the number of rounds;
 * stop once both sides' relative standard error is below ``target_rse`` (after
   ``min_rounds``), or at ``max_rounds`` / ``max_seconds``.
 
@@ -87,10 +92,15 @@ def time_interleaved(
     atol: float,
     rtol: float,
     rng: random.Random,
-    after_call: Callable[[], list[str]] | None = None,
+    after_call: Callable[[bool], list[str]] | None = None,
 ) -> TimingOutcome:
-    """Time ``candidate(inputs)`` against ``reference(inputs)``; see the module docstring."""
+    """Time ``candidate(inputs)`` against ``reference(inputs)``; see the module docstring.
+
+    ``after_call(thorough)`` returns integrity flags (empty when all is well); ``thorough``
+    asks for the expensive checks too.
+    """
     outcome = TimingOutcome()
+    watcher = random.SystemRandom()
     start = time.monotonic()
     _warm_up(candidate, reference, input_sets, device, opts)
     samples_c: list[float] = []
@@ -98,7 +108,7 @@ def time_interleaved(
     round_no = 0
     while True:
         inputs = perturbed(input_sets[round_no % len(input_sets)], rng)
-        check = rng.random() < opts.check_fraction or round_no == 0
+        check = watcher.random() < opts.check_fraction or round_no == 0
         first_cand = round_no % 2 == 0
         results: dict[str, Any] = {}
         for side in ("cand", "ref") if first_cand else ("ref", "cand"):
@@ -112,12 +122,8 @@ def time_interleaved(
             if check:
                 results[side] = out
             del out
-        if after_call is not None:
-            flags = after_call()
-            if flags:
-                outcome.flags.extend(flags)
-                outcome.failure = f"integrity check failed during timing: {', '.join(flags)}"
-                break
+        if after_call is not None and _tampered(after_call, check, outcome):
+            break
         if check:
             outcome.checked_rounds += 1
             verdict = compare(results["ref"], results["cand"], atol, rtol)
@@ -145,12 +151,24 @@ def time_interleaved(
         if elapsed_total > opts.max_seconds and round_no >= 3:
             outcome.stop_reason = "time_cap"
             break
+    if after_call is not None and not outcome.failure and not check:
+        _tampered(after_call, True, outcome)
     outcome.rounds = round_no
     outcome.seconds = time.monotonic() - start
     if samples_c and samples_r:
         outcome.candidate = SampleStats.of(samples_c)
         outcome.reference = SampleStats.of(samples_r)
     return outcome
+
+
+def _tampered(
+    after_call: Callable[[bool], list[str]], thorough: bool, outcome: TimingOutcome
+) -> bool:
+    flags = after_call(thorough)
+    if flags:
+        outcome.flags.extend(flags)
+        outcome.failure = f"integrity check failed during timing: {', '.join(flags)}"
+    return bool(flags)
 
 
 PERTURBATION = 2.0**-9  # relative scale change of floating inputs, fresh every round

@@ -1,0 +1,113 @@
+"""The interleaved timer's integrity hook: when it asks for the expensive checks, and that a
+change made late in timing (even in the very last round) is still caught."""
+
+from __future__ import annotations
+
+import random
+
+import torch
+
+from cuda_agent.evaluator.worker.device import CpuDevice
+from cuda_agent.evaluator.worker.protocol import TimingOptions
+from cuda_agent.evaluator.worker.timing import time_interleaved
+
+ROUNDS = 12
+
+
+def fixed_rounds(check_fraction: float) -> TimingOptions:
+    """Exactly ROUNDS rounds: convergence is impossible (target 0), no time cap in reach."""
+    return TimingOptions(
+        warmup_ms=0.0,
+        warmup_calls=1,
+        min_rounds=ROUNDS,
+        max_rounds=ROUNDS,
+        max_seconds=60.0,
+        target_rse=0.0,
+        input_sets=2,
+        check_fraction=check_fraction,
+    )
+
+
+def double(args: list[torch.Tensor]) -> torch.Tensor:
+    return args[0] * 2
+
+
+def sets() -> list[list[torch.Tensor]]:
+    return [[torch.randn(64)] for _ in range(2)]
+
+
+def test_thorough_checks_fall_on_checked_rounds_and_after_the_last() -> None:
+    asked: list[bool] = []
+
+    def after_call(thorough: bool) -> list[str]:
+        asked.append(thorough)
+        return []
+
+    outcome = time_interleaved(
+        double,
+        double,
+        sets(),
+        CpuDevice(),
+        fixed_rounds(0.3),
+        0.0,
+        0.0,
+        random.Random(0),
+        after_call,
+    )
+    assert outcome.failure is None and outcome.rounds == ROUNDS
+    assert asked[0] is True  # the first round is always checked
+    assert asked[-1] is True  # the state after the last round is always fingerprinted
+    per_round = asked[:ROUNDS]
+    assert sum(per_round) == outcome.checked_rounds
+    assert len(asked) == ROUNDS + (0 if per_round[-1] else 1)
+
+
+def test_a_change_in_the_last_round_is_caught_even_when_that_round_is_not_checked() -> None:
+    calls = 0
+    tampered = False
+
+    def candidate(args: list[torch.Tensor]) -> torch.Tensor:
+        nonlocal calls, tampered
+        calls += 1
+        if calls == 1 + ROUNDS:  # one warm-up call, then the last timed call
+            tampered = True
+        return double(args)
+
+    def after_call(thorough: bool) -> list[str]:
+        return ["reference_weights_mutated"] if thorough and tampered else []
+
+    outcome = time_interleaved(
+        candidate,
+        double,
+        sets(),
+        CpuDevice(),
+        fixed_rounds(0.0),
+        0.0,
+        0.0,
+        random.Random(0),
+        after_call,
+    )  # check_fraction 0: only the first round is checked
+    assert calls == 1 + ROUNDS
+    assert outcome.failure and "reference_weights_mutated" in outcome.failure
+    assert outcome.flags == ["reference_weights_mutated"]
+
+
+def test_cheap_checks_run_every_round() -> None:
+    asked: list[bool] = []
+
+    def after_call(thorough: bool) -> list[str]:
+        asked.append(thorough)
+        return ["threads_started"] if len(asked) == 4 else []
+
+    outcome = time_interleaved(
+        double,
+        double,
+        sets(),
+        CpuDevice(),
+        fixed_rounds(0.0),
+        0.0,
+        0.0,
+        random.Random(0),
+        after_call,
+    )
+    assert outcome.flags == ["threads_started"] and outcome.rounds == 3
