@@ -16,6 +16,8 @@
 #   bash benchmarks/gpu_suite.sh K   the whole one-GPU sweep (levels 1-3, run "h200"), resumable:
 #                                    repeat K (carrying gpu-runs) until it is done; the first
 #                                    call after it finishes runs the GPU B5 fixture
+#   bash benchmarks/gpu_suite.sh L   the stream-check GPU tests, then level 1 of the one-GPU sweep
+#                                    again (run "h200"; move the old gpu-runs/h200/L1 aside first)
 # H and I need an nvidia-h200-x2 machine and keep their state in gpu-runs/ (resumable: carry
 # it back if the machine was given back between the calls).
 # Needs a KernelBench checkout in .kb/ and, for KernelBench's evaluator, wheels in .whl/
@@ -183,8 +185,20 @@ K)
   python3 benchmarks/sweep_summary.py gpu-runs | grep -A3 "^h200"
   tar czf "$OUT/gpu-runs.tgz" gpu-runs
   ;;
+L)
+  nvidia-smi -L
+  mkdir -p gpu-runs
+  SWEEP_DEADLINE=$(($(date +%s) + ${L_SECONDS:-540}))
+  timeout 150 python3 -m pytest -q -m gpu tests/gpu -p no:cacheprovider -rfE -s \
+    -k "another_stream or examples" >gpu-runs/gpu_stream_l.log 2>&1
+  grep -E "passed|failed|FAILED|Error|assert" gpu-runs/gpu_stream_l.log | tail -8
+  python3 -m cuda_agent bench references --problems .kb --levels 1 --out /tmp/refs
+  bash benchmarks/sweep.sh h200 1 "$SWEEP_DEADLINE"
+  python3 benchmarks/sweep_summary.py gpu-runs | grep -A3 "^h200"
+  tar czf "$OUT/gpu-runs.tgz" gpu-runs
+  ;;
 *)
-  echo "usage: $0 A|B|C|D|E|F|G|H|I|J|K" >&2
+  echo "usage: $0 A|B|C|D|E|F|G|H|I|J|K|L" >&2
   exit 2
   ;;
 esac
