@@ -149,6 +149,7 @@ def run_episode(
             extra_env={SOCKET_ENV: str(socket_path)},
         ),
         use_bwrap=config.use_bwrap,
+        allow_unsandboxed=options.allow_unsandboxed,
     )
     shell = PersistentShell(sandbox)
     context = ToolContext(
@@ -178,7 +179,7 @@ def run_episode(
         final,
         best,
         tracker.count,
-        sandbox.mode,
+        sandbox.isolation,
     )
     _write_json(
         out_dir / "result.json",

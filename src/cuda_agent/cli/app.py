@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
@@ -9,12 +10,16 @@ import typer
 from cuda_agent import __version__
 from cuda_agent.cli import bench_cmd, problems_cmd, tool_cmd, workspace_cmd
 from cuda_agent.cli.demo_cmd import demo_command
+from cuda_agent.cli.diagnostics import install_diagnostics
 from cuda_agent.cli.eval_cmd import eval_command
 from cuda_agent.cli.examples_cmd import examples_command
 from cuda_agent.cli.solve_cmd import solve_command
 from cuda_agent.cli.synth_cmd import synth_command
 from cuda_agent.cli.train_cmd import train_command
+from cuda_agent.workspace.isolation import ALLOW_UNSANDBOXED_ENV
 from cuda_agent.workspace.tool_client import forward, wants_forwarding
+
+ALLOW_FLAG = "--allow-unsandboxed"
 
 app = typer.Typer(
     name="cuda-agent",
@@ -46,6 +51,13 @@ def _root(
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
+    allow_unsandboxed: bool = typer.Option(
+        False,
+        "--allow-unsandboxed",
+        help="Where no isolation is available (no bubblewrap, no Landlock, not root), run "
+        "candidate code anyway; every result then says isolation: none. Accepted anywhere on "
+        "the command line.",
+    ),
 ) -> None:
     """CUDA Agent."""
 
@@ -53,6 +65,10 @@ def _root(
 def main() -> None:
     if wants_forwarding(sys.argv[1:]):  # inside an agent's sandbox: the harness evaluates
         sys.exit(forward(sys.argv[1:]))
+    if ALLOW_FLAG in sys.argv[1:]:  # a flag of every command that runs candidate code
+        sys.argv = [sys.argv[0], *(a for a in sys.argv[1:] if a != ALLOW_FLAG)]
+        os.environ[ALLOW_UNSANDBOXED_ENV] = "1"
+    install_diagnostics()
     from cuda_agent.evaluator.worker_process import kill_workers_on_termination
 
     kill_workers_on_termination()

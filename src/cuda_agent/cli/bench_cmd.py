@@ -24,7 +24,8 @@ from cuda_agent.cli.common import (
     resolve_backend,
     resolve_size,
 )
-from cuda_agent.cli.pools import make_pool, progress_bar
+from cuda_agent.cli.pools import make_pool
+from cuda_agent.cli.progress_log import Reporter
 from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.problems.sets import load_problem_set
@@ -68,21 +69,17 @@ def run_command(
     if (solutions is None) == (not model):
         raise CudaAgentError("give either --solutions DIR or --model/--base-url (agent mode)")
     pool = make_pool(chosen, workers, ray)
-    with pool, progress_bar() as progress:
-        task = progress.add_task("bench", total=len(problem_list) * (attempts if model else 1))
-        seen: list[AttemptRecord] = list(read_records(out)) if out.exists() else []
-        progress.update(task, completed=len(seen))
+    seen: list[AttemptRecord] = list(read_records(out)) if out.exists() else []
+    total = len(problem_list) * (attempts if model else 1)
+    with pool, Reporter("bench", total, pool.board, done=len(seen)) as reporter:
 
         def on_record(record: AttemptRecord, finished: int, total: int) -> None:
             seen.append(record)
             counts = summary_counts(list(chosen_attempts(seen).values()))
-            progress.update(
-                task,
-                advance=1,
-                description=(
-                    f"pass {counts['correct']} | faster than eager {counts['faster_eager']} | "
-                    f"than compile {counts['faster_compile']}"
-                ),
+            reporter.finished(
+                verdict_line(record),
+                f"pass {counts['correct']} | faster than eager {counts['faster_eager']} | "
+                f"than compile {counts['faster_compile']}",
             )
 
         if solutions is not None:
@@ -100,6 +97,24 @@ def run_command(
             run_agent(problem_list, spec, pool, options, out, on_record)
     _print_table([("this run", compute_metrics(chosen_attempts(read_records(out))))])
     out_console.print(f"results: {out / 'results.jsonl'}; report: cuda-agent bench report {out}")
+
+
+def verdict_line(record: AttemptRecord) -> str:
+    """``L1_5: correct, 1.23x eager, 0.97x compile (14.2 s)`` or ``L1_7: failed (build: ...)``."""
+    result = record.result
+    label = record.problem_id + (f"#{record.attempt}" if record.source == "agent" else "")
+    if record.correct:
+        speed = [
+            f"{result[k]:.2f}x {name}"
+            for k, name in (("speedup_eager", "eager"), ("speedup_compile", "compile"))
+            if isinstance(result.get(k), (int, float))
+        ]
+        verdict = ", ".join(["correct", *speed])
+    else:
+        error = result.get("error") or {}
+        flags = ",".join(str(f) for f in result.get("flags", [])[:3])
+        verdict = f"failed at {error.get('stage', '?')} [{flags}]"
+    return f"{label}: {verdict} ({record.wall_s:.1f} s)"
 
 
 @app.command("references")

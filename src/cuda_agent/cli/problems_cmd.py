@@ -18,7 +18,9 @@ from cuda_agent.cli.common import (
     resolve_backend,
     resolve_size,
 )
-from cuda_agent.cli.pools import make_pool, progress_bar
+from cuda_agent.cli.pools import make_pool
+from cuda_agent.cli.progress_log import Reporter
+from cuda_agent.cluster.board import JobBoard
 from cuda_agent.core.errors import CudaAgentError, ProblemError
 from cuda_agent.core.types import Problem
 from cuda_agent.evaluator.problem_check import check_problem_runtime, check_report, check_request
@@ -136,11 +138,12 @@ def lint_command(
             raise CudaAgentError("--resume needs --out (the report to continue)")
         report = _previous_findings(out, {p.id for p in problems})
     todo = [p for p in problems if p.id not in report]
-    with progress_bar() as progress:
-        task = progress.add_task("linting", total=len(problems), completed=len(report))
+    board = JobBoard()
+    with Reporter("lint", len(problems), board, done=len(report)) as reporter:
 
         def lint_all(batch: list[Problem], slots: int) -> None:
             with make_pool(chosen, workers, None, slots) as pool:
+                pool.attach_board(board)  # one board across both passes
                 futures = {pool.submit_worker(check_request(p, chosen), timeout): p for p in batch}
                 for future in as_completed(futures):
                     problem = futures[future]
@@ -157,7 +160,10 @@ def lint_command(
                         "forward_ms": result.get("forward_ms"),
                         "path": str(problem.path),
                     }
-                    progress.update(task, completed=len(report), description=problem.id)
+                    lint = result.get("lint") or []
+                    findings = ", ".join(str(f) for f in lint) if isinstance(lint, list) else ""
+                    state = "broken" if not result.get("ok") else (findings or "clean")
+                    reporter.finished(f"{problem.id}: {state}", problem.id)
                     if out is not None:
                         out.write_text(json.dumps(report, indent=1))
 

@@ -11,7 +11,8 @@ import typer
 from rich.table import Table
 
 from cuda_agent.cli.common import err_console, one_line_errors, out_console, resolve_backend
-from cuda_agent.cli.pools import make_pool, progress_bar
+from cuda_agent.cli.pools import make_pool
+from cuda_agent.cli.progress_log import Reporter
 from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.synth.compose import ScaleProfile, compose
 from cuda_agent.synth.decontam import Decontaminator
@@ -70,15 +71,19 @@ def synth_command(
             err_console.print(f"reading the benchmark set {decontaminate_against} ...")
             filters.decontaminator = Decontaminator.from_problem_set(decontaminate_against)
         pool = make_pool(chosen, workers, ray, worker_slots)
-        with pool, progress_bar() as progress:
-            task = progress.add_task("synth", total=n)
+        with pool, Reporter("synth", n, pool.board) as reporter:
             accepted = 0
 
             def on_verdict(verdict: dict[str, Any], finished: int, total: int) -> None:
                 nonlocal accepted
                 accepted += bool(verdict.get("accepted"))
-                progress.update(
-                    task, completed=finished, description=f"accepted {accepted} (this session)"
+                outcome = (
+                    "accepted"
+                    if verdict.get("accepted")
+                    else f"rejected by {verdict.get('filter')}: {str(verdict.get('reason'))[:120]}"
+                )
+                reporter.finished(
+                    f"{verdict.get('id')}: {outcome}", f"accepted {accepted} (this session)"
                 )
 
             SynthRun(config, out, pool, make_composer, filters, on_verdict).run()

@@ -20,6 +20,7 @@ from cuda_agent.cluster.pool import (
     EvalJob,
     EvalPool,
     WorkerTaskResult,
+    prewarm,
     run_worker_task,
     with_retries,
 )
@@ -52,8 +53,10 @@ class LocalPool(EvalPool):
         max_pending: int = 256,
         retries: int = 1,
         worker_slots: int = 1,
+        allow_unsandboxed: bool = False,
     ) -> None:
         self.backend = backend
+        self.isolation = prewarm(backend, allow_unsandboxed)  # before any thread starts
         if devices is None:
             devices = visible_gpus() if backend == "cuda" else ["cpu0"]
         if not devices:
@@ -80,38 +83,51 @@ class LocalPool(EvalPool):
 
     def submit(self, job: EvalJob) -> Future[EvalResult]:
         self._pending.acquire()
-        future = self._executor.submit(self._run, job)
-        future.add_done_callback(lambda _: self._pending.release())
+        ident = self.board.add(job.problem.id)
+        future = self._executor.submit(self._run, job, ident)
+        future.add_done_callback(lambda _: self._release(ident))
         return future
 
     def submit_worker(self, request: WorkerRequest, timeout_s: float) -> Future[WorkerTaskResult]:
         self._pending.acquire()
-        future = self._executor.submit(self._run_task, request, timeout_s)
-        future.add_done_callback(lambda _: self._pending.release())
+        ident = self.board.add(request.problem_id)
+        future = self._executor.submit(self._run_task, request, timeout_s, ident)
+        future.add_done_callback(lambda _: self._release(ident))
         return future
+
+    def _release(self, ident: int) -> None:
+        self.board.finish(ident)
+        self._pending.release()
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)
 
-    def _run_task(self, request: WorkerRequest, timeout_s: float) -> WorkerTaskResult:
+    def _run_task(self, request: WorkerRequest, timeout_s: float, ident: int) -> WorkerTaskResult:
+        self.board.move(ident, "device-wait")
         device = self._task_slots.get()
+        self.board.move(ident, request.mode)
         try:
             return run_worker_task(request, timeout_s, self._env(device))
         finally:
             self._task_slots.put(device)
 
-    def _run(self, job: EvalJob) -> EvalResult:
+    def _run(self, job: EvalJob, ident: int) -> EvalResult:
+        def moved(stage: str, _text: str) -> None:
+            self.board.move(ident, stage)
+
         def attempt() -> EvalResult:
+            self.board.move(ident, "build-wait")
             with self._builds:
-                prepared = prepare(job.problem, job.solution, job.options)
+                prepared = prepare(job.problem, job.solution, job.options, moved)
             if prepared.error is not None:
                 return execute(prepared)
+            self.board.move(ident, "device-wait")
             device = self._free.get()
             try:
                 with self._lock:
                     self._running[device] += 1
                     self.busy[device] = max(self.busy[device], self._running[device])
-                result = execute(prepared, env_extra=self._env(device))
+                result = execute(prepared, moved, env_extra=self._env(device))
                 result.details["pool_device"] = device
                 return result
             finally:

@@ -12,6 +12,7 @@ worker itself takes the device's timing lock (``device_lock``) around anything i
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import secrets
@@ -22,11 +23,13 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
+from cuda_agent.cluster.board import JobBoard
 from cuda_agent.core.locks import device_lock_path
 from cuda_agent.core.paths import ensure_dir, scratch_dir
 from cuda_agent.core.types import EvalResult, Problem, Solution, StageError
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
+from cuda_agent.workspace.isolation import IsolationUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +69,18 @@ class EvalPool(ABC):
     @abstractmethod
     def devices(self) -> list[str]: ...
 
+    @property
+    def board(self) -> JobBoard:
+        """What each job of this pool is doing now (for progress reports)."""
+        board = self.__dict__.get("_board")
+        if board is None:
+            board = self.__dict__["_board"] = JobBoard()
+        return board
+
+    def attach_board(self, board: JobBoard) -> None:
+        """Report into ``board`` (shared by several pools of one run)."""
+        self.__dict__["_board"] = board
+
     def __enter__(self) -> EvalPool:
         return self
 
@@ -81,6 +96,8 @@ def with_retries(
     for attempt in range(retries + 1):
         try:
             result = run()
+        except IsolationUnavailable:
+            raise  # a refusal, not a failure: retrying cannot help
         except Exception as err:  # the pool's own failure, not the candidate's
             last = f"{type(err).__name__}: {err}"
             log.warning(
@@ -98,6 +115,22 @@ def with_retries(
     failed.error = StageError("internal", f"the evaluation pool failed: {last}")
     failed.flags.append("pool_failure")
     return failed
+
+
+def prewarm(backend: str, allow_unsandboxed: bool = False) -> str:
+    """Do in the calling thread, before any pool thread starts, what jobs would otherwise do
+    first and concurrently: import the evaluation and build code (torch's ``cpp_extension``
+    pulls in setuptools and logging), find the toolchain, probe the isolation. Importing for
+    the first time in several threads while others start processes is how a bench deadlocked.
+    Returns the isolation workers will get (raises ``IsolationUnavailable`` if none and not
+    allowed)."""
+    import cuda_agent.evaluator.pipeline  # noqa: F401
+    from cuda_agent.evaluator.build.toolchain import ToolchainError, discover
+    from cuda_agent.workspace.sandbox import worker_isolation
+
+    with contextlib.suppress(ToolchainError):  # reported per build, as a verdict
+        discover(backend)
+    return worker_isolation(backend == "cuda", allow_unsandboxed)
 
 
 def run_worker_task(

@@ -11,19 +11,24 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cuda_agent.core import secret
 from cuda_agent.core.paths import baselines_dir, ensure_dir
 from cuda_agent.core.types import Problem
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
 from cuda_agent.evaluator.worker_process import run_worker, worker_env
 
+log = logging.getLogger(__name__)
+
 CACHE_VERSION = "1"
+SIGNATURE_KEY = "hmac"
 
 
 @dataclass
@@ -35,6 +40,7 @@ class CompileBaseline:
     cached: bool = False
     error: str | None = None
     details: dict[str, Any] | None = None
+    rejected_entry: bool = False  # a cached entry failed its signature and was re-measured
 
 
 def cache_key(problem: Problem, device: dict[str, Any], opts: EvalOptions) -> str:
@@ -60,7 +66,8 @@ def compile_baseline(
 ) -> CompileBaseline:
     key = cache_key(problem, device, opts)
     path = baselines_dir() / f"{key}.json"
-    cached = json.loads(path.read_text()) if path.exists() else None
+    cached = read_entry(path, key)
+    rejected = cached is None and path.exists()
     if cached is not None and opts.profile and cached.get("profile") is None:
         cached = None  # the cached entry has no kernel table: measure again
     if opts.use_baseline_cache and cached is not None:
@@ -118,18 +125,43 @@ def compile_baseline(
         )
         if k in record
     }
-    _write_atomic(ensure_dir(baselines_dir()) / f"{key}.json", data)
+    write_entry(ensure_dir(baselines_dir()) / f"{key}.json", key, data)
     return CompileBaseline(
         ok=True,
         ratio=data["ratio"],
         compile_us=data["compile_us"],
         eager_us=data["eager_us"],
         details=data,
+        rejected_entry=rejected,
     )
 
 
-def _write_atomic(path: Path, data: dict[str, Any]) -> None:
+def read_entry(path: Path, key: str) -> dict[str, Any] | None:
+    """The cached entry, or None when missing, unreadable or failing its signature (a forged
+    or corrupted entry is logged and then measured again, never used)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    signature = data.pop(SIGNATURE_KEY, None)
+    if not isinstance(signature, str) or not secret.verify(_signed(key, data), signature):
+        log.warning("baseline cache entry %s failed its integrity check: measuring again", path)
+        return None
+    return data
+
+
+def write_entry(path: Path, key: str, data: dict[str, Any]) -> None:
+    """Write a signed entry atomically (only the harness process writes baselines)."""
+    record = {**data, SIGNATURE_KEY: secret.sign(_signed(key, data))}
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     with os.fdopen(fd, "w") as handle:
-        json.dump(data, handle, indent=1)
+        json.dump(record, handle, indent=1)
+    os.chmod(tmp, 0o644)
     os.replace(tmp, path)
+
+
+def _signed(key: str, data: dict[str, Any]) -> bytes:
+    """The bytes a baseline entry's signature covers: its cache key and its content."""
+    return (key + "\0" + json.dumps(data, sort_keys=True, separators=(",", ":"))).encode()

@@ -32,7 +32,8 @@ class EvalOptions:
     profile: bool = False
     keep_spare_worker: bool = False
     spare_depth: int = 1  # started spare workers kept per device (with keep_spare_worker)
-    sandbox: bool = True  # run the candidate's process in bubblewrap when it is usable
+    sandbox: bool = True  # run the candidate's process under the strongest isolation here
+    allow_unsandboxed: bool = False  # where no isolation is available, run anyway (isolation: none)
     timing: TimingOptions = field(default_factory=TimingOptions)
 
     def validate(self) -> EvalOptions:

@@ -214,6 +214,7 @@ def _run_candidate(
         spare_depth=opts.spare_depth,
         files=solution.files,
         sandboxed=opts.sandbox,
+        allow_unsandboxed=opts.allow_unsandboxed,
     )
     if (
         opts.profile
@@ -241,6 +242,7 @@ def spare_workers() -> SpareWorkers:
 
 
 def _absorb_worker(result: EvalResult, outcome: WorkerOutcome) -> StageError | None:
+    result.details["isolation"] = outcome.isolation
     record = outcome.record
     if record is None:
         stage = outcome.last_stage or "load"
@@ -298,6 +300,11 @@ def _add_compile_baseline(
         "ratio": baseline.ratio,
         "error": baseline.error,
     }
+    if baseline.rejected_entry:
+        result.warnings.append(
+            "the cached torch.compile baseline failed its integrity check (forged or "
+            "corrupted): it was measured again"
+        )
     if opts.profile and baseline.details and baseline.details.get("profile"):
         result.details.setdefault("profile", {})["compile"] = baseline.details["profile"]
     if not baseline.ok or baseline.ratio is None or result.eager_us is None:

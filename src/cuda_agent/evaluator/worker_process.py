@@ -1,15 +1,19 @@
 """Start a worker process for one request and collect its nonce-tagged record.
 
-The worker gets a fresh process group, a hard deadline (the whole group is killed when it
-passes), its stdout/stderr sent to files, and a private pipe for JSON lines. Only a line with
-the request's nonce and type ``result`` counts; a worker that dies or hangs yields ``record is
-None`` with the reason (signal, timeout) and the tail of its stderr.
+The worker gets a fresh session (process group), a hard deadline (the whole group is killed
+when it passes), its stdout/stderr sent to files, and a private pipe for JSON lines. Only a line
+with the request's nonce and type ``result`` counts; a worker that dies or hangs yields ``record
+is None`` with the reason (signal, timeout) and the tail of its stderr. A sandboxed worker runs
+under the strongest isolation available (``workspace/sandbox.py``); the outcome names it.
+Workers are started without ``preexec_fn`` (the child confines itself), so starting one from
+a thread of a busy process cannot deadlock.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import json
 import os
 import secrets
@@ -27,8 +31,10 @@ from typing import Any
 
 import cuda_agent
 from cuda_agent.core.paths import builds_dir, cache_root, ensure_dir, locks_dir
+from cuda_agent.core.secret import SANDBOXED_ENV
 from cuda_agent.evaluator.build.builder import PRIVATE_BUILDS_ENV
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
+from cuda_agent.workspace.isolation import NONE
 from cuda_agent.workspace.sandbox import Sandbox, SandboxPolicy
 
 TAIL_BYTES = 4000
@@ -45,6 +51,7 @@ class WorkerOutcome:
     stdout_tail: str = ""
     stderr_tail: str = ""
     events: list[dict[str, Any]] = field(default_factory=list)
+    isolation: str = NONE
 
     def death_reason(self) -> str:
         if self.timed_out:
@@ -80,6 +87,11 @@ class WorkerHandle:
     key: str
     ready: bool = False
     pending: bytes = b""
+    sandbox: Sandbox | None = None
+
+    @property
+    def isolation(self) -> str:
+        return self.sandbox.isolation if self.sandbox is not None else NONE
 
 
 def spawn_worker(
@@ -88,11 +100,13 @@ def spawn_worker(
     folder: Path,
     prefix: list[str] | None = None,
     sandboxed: bool = False,
+    allow_unsandboxed: bool = False,
 ) -> WorkerHandle:
     """Start a worker that imports torch (and, for cuda, creates its context) right away.
 
-    ``sandboxed``: inside bubblewrap (when usable) with only ``folder`` writable, no network,
-    its own PID namespace, and the shared build cache read-only (``worker_sandbox``).
+    ``sandboxed``: under the strongest isolation available (``worker_sandbox``): only
+    ``folder`` writable, no network, the shared build cache read-only; raises
+    ``IsolationUnavailable`` when there is none and ``allow_unsandboxed`` is False.
     """
     folder.mkdir(parents=True, exist_ok=True)
     read_fd, write_fd = os.pipe()
@@ -111,13 +125,21 @@ def spawn_worker(
         common: dict[str, Any] = dict(
             stdin=subprocess.PIPE, stdout=out_file, stderr=err_file, pass_fds=(write_fd,)
         )
+        sandbox = None
         if sandboxed:
-            proc = worker_sandbox(backend, env, folder).popen(argv, **common)
+            try:
+                sandbox = worker_sandbox(backend, env, folder, allow_unsandboxed)
+                proc = sandbox.popen(argv, **common)
+            except BaseException:
+                os.close(read_fd)
+                os.close(write_fd)
+                raise
         else:
             proc = subprocess.Popen(argv, start_new_session=True, cwd=folder, env=env, **common)
     os.close(write_fd)
     _STARTED.add(proc)
-    return WorkerHandle(proc, read_fd, write_fd, folder, _env_key(backend, env, sandboxed))
+    key = _env_key(backend, env, sandboxed)
+    return WorkerHandle(proc, read_fd, write_fd, folder, key, sandbox=sandbox)
 
 
 _STARTED: weakref.WeakSet[subprocess.Popen[bytes]] = weakref.WeakSet()
@@ -147,11 +169,16 @@ def kill_workers_on_termination() -> None:
             signal.signal(signum, handler)
 
 
-def worker_sandbox(backend: str, env: dict[str, str], folder: Path) -> Sandbox:
-    """The evaluation worker's sandbox: candidate code can write only its own folder."""
+def worker_sandbox(
+    backend: str, env: dict[str, str], folder: Path, allow_unsandboxed: bool = False
+) -> Sandbox:
+    """The evaluation worker's sandbox: candidate code can write only its own folder (as a
+    dedicated user when the harness runs as root), cannot read the harness's secret and has
+    no network."""
     private = folder / "private"
     (private / "builds").mkdir(parents=True, exist_ok=True)
     extra = {
+        SANDBOXED_ENV: "1",
         "HOME": str(private),
         "XDG_CACHE_HOME": str(private / "cache"),
         "TRITON_CACHE_DIR": str(private / "triton"),
@@ -171,8 +198,9 @@ def worker_sandbox(backend: str, env: dict[str, str], folder: Path) -> Sandbox:
         gpu=backend == "cuda",
         inherit_env=True,
         extra_env={**env, **extra},
+        drop_user=True,
     )
-    return Sandbox(policy)
+    return Sandbox(policy, allow_unsandboxed=allow_unsandboxed)
 
 
 class SpareWorkers:
@@ -191,9 +219,17 @@ class SpareWorkers:
         atexit.register(self.close)
 
     def take(
-        self, backend: str, env: dict[str, str], sandboxed: bool = False, depth: int = 1
+        self,
+        backend: str,
+        env: dict[str, str],
+        sandboxed: bool = False,
+        depth: int = 1,
+        allow_unsandboxed: bool = False,
     ) -> WorkerHandle:
         key = _env_key(backend, env, sandboxed)
+        start = functools.partial(
+            spawn_worker, backend, env, sandboxed=sandboxed, allow_unsandboxed=allow_unsandboxed
+        )
         queue = self._spares.setdefault(key, [])
         for handle in [h for h in queue if h.proc.poll() is not None]:
             queue.remove(handle)
@@ -202,11 +238,11 @@ class SpareWorkers:
             _poll_ready(handle, 0.0)
         chosen = next((h for h in queue if h.ready), queue[0] if queue else None)
         if chosen is None:
-            chosen = spawn_worker(backend, env, self._folder(), sandboxed=sandboxed)
+            chosen = start(self._folder())
         else:
             queue.remove(chosen)
         while len(queue) < max(1, depth):
-            queue.append(spawn_worker(backend, env, self._folder(), sandboxed=sandboxed))
+            queue.append(start(self._folder()))
         return chosen
 
     def waiting(self, backend: str, env: dict[str, str], sandboxed: bool = False) -> int:
@@ -257,6 +293,7 @@ def run_worker(
     prefix: list[str] | None = None,
     files: dict[str, str] | None = None,
     sandboxed: bool = False,
+    allow_unsandboxed: bool = False,
 ) -> WorkerOutcome:
     """Send ``request`` to a fresh worker (a spare one if given) and collect its record.
 
@@ -265,21 +302,23 @@ def run_worker(
     """
     env = env or worker_env()
     if spares is not None and not prefix:
-        handle = spares.take(request.backend, env, sandboxed, spare_depth)
+        handle = spares.take(request.backend, env, sandboxed, spare_depth, allow_unsandboxed)
     else:
-        handle = spawn_worker(request.backend, env, scratch, prefix, sandboxed)
+        handle = spawn_worker(request.backend, env, scratch, prefix, sandboxed, allow_unsandboxed)
     if files is not None:
         root = handle.folder / "solution"
         for rel, text in files.items():
             path = root / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
+        if handle.sandbox is not None:
+            handle.sandbox.grant(root)
         request.solution_root = str(root)
     request.result_fd = handle.child_fd
     request.nonce = secrets.token_hex(16)
     start = time.monotonic()
     proc = handle.proc
-    outcome = WorkerOutcome(record=None)
+    outcome = WorkerOutcome(record=None, isolation=handle.isolation)
     try:
         assert proc.stdin is not None
         with contextlib.suppress(BrokenPipeError):

@@ -268,6 +268,7 @@ class KernelEnv:
                 extra_env={SOCKET_ENV: str(socket_path)},
             ),
             use_bwrap=self._use_bwrap,
+            allow_unsandboxed=options.allow_unsandboxed,
         )
         shell = PersistentShell(sandbox)
         context = ToolContext(workdir=workdir, shell=shell, default_timeout_s=self._tool_timeout_s)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import logging
 import os
 import shutil
 import signal
@@ -31,11 +32,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from cuda_agent.core import secret
 from cuda_agent.core.paths import builds_dir, ensure_dir
+from cuda_agent.evaluator.build.compile_sandbox import confine_compiler
 from cuda_agent.evaluator.build.compiler_log import summarise
 from cuda_agent.evaluator.build.pch import ensure_pch, pch_header, wants_pch
 from cuda_agent.evaluator.build.spec import ExtensionSpec, SourceFile
 from cuda_agent.evaluator.build.toolchain import Toolchain, ToolchainError, discover
+
+log = logging.getLogger(__name__)
 
 BUILDER_VERSION = "2"
 PRIVATE_BUILDS_ENV = "CUDA_AGENT_PRIVATE_BUILDS"  # where to build when the cache is read-only
@@ -115,15 +120,19 @@ def build_extension(
     if shared.exists():  # a read-only shared cache (sandboxed worker) still serves hits
         final = shared
     deadline = start + timeout_s
-    if final.exists():
+    if final.exists() and trusted(final):
         result.ok, result.cached, result.module_path = True, True, final
         result.objects_cached = len(units)
         result.seconds = time.monotonic() - start
         return result
+    if shared.exists() and final == shared:
+        final = root / "ext" / result.key / f"{spec.name}.so"  # it failed its check: rebuild
     with locked(root / "locks" / f"{result.key}.lock", deadline):
-        if final.exists():
+        if final.exists() and trusted(final):
             result.ok, result.cached, result.module_path = True, True, final
         else:
+            if final.parent.exists():
+                shutil.rmtree(final.parent, ignore_errors=True)
             _build_into(spec, toolchain, units, final, root, deadline, jobs, result)
     result.seconds = time.monotonic() - start
     return result
@@ -192,7 +201,7 @@ def _build_into(
             path = workdir / f.name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(f.text, encoding="utf-8")
-        todo = [u for u in units if not u.cached_object.exists()]
+        todo = [u for u in units if not (u.cached_object.exists() and trusted(u.cached_object))]
         result.objects_cached = len(units) - len(todo)
         logs: list[str] = []
         failed: list[str] = []
@@ -221,7 +230,9 @@ def _build_into(
             result.error = "link failed:\n" + summarise(log)
             return
         staging = Path(tempfile.mkdtemp(prefix="ext-", dir=root / "tmp"))
+        os.chmod(staging, 0o755)  # readable to sandboxed workers of another uid
         shutil.move(str(output), staging / final.name)
+        seal(staging / final.name, entry=final.parent.name)
         final.parent.parent.mkdir(parents=True, exist_ok=True)
         try:
             os.rename(staging, final.parent)
@@ -242,19 +253,32 @@ def _compile(unit: _Unit, workdir: Path, deadline: float) -> tuple[bool, str]:
         and not ensure_pch(unit.pch, unit.pch_base, deadline)
     ):
         command = [*unit.pch_base, "-include", NAME_HEADER]  # same result, without the PCH
-    ok, log = _run([*command, "-c", unit.source.name, "-o", str(tmp_obj)], workdir, deadline)
+    ok, log = _run(
+        [*command, "-c", unit.source.name, "-o", str(tmp_obj)], workdir, deadline, confined=True
+    )
     if ok:
+        os.chmod(tmp_obj, 0o644)
         os.replace(tmp_obj, unit.cached_object)
+        seal(unit.cached_object)
     return ok, log
 
 
-def _run(command: list[str], cwd: Path, deadline: float) -> tuple[bool, str]:
+def _run(
+    command: list[str], cwd: Path, deadline: float, confined: bool = False
+) -> tuple[bool, str]:
+    """Run a compiler step. ``confined``: the step reads candidate sources, so it runs in the
+    compile sandbox (``compile_sandbox.py``): it cannot read the harness's secret (an
+    ``#include`` or ``.incbin`` of the key would otherwise put it into a log or a module)."""
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         return False, "build timed out before this step started"
+    env = None
+    if confined:
+        command, env = confine_compiler(command, cwd)
     proc = subprocess.Popen(
         command,
         cwd=cwd,
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
@@ -269,6 +293,24 @@ def _run(command: list[str], cwd: Path, deadline: float) -> tuple[bool, str]:
         text = out.decode("utf-8", "replace")[-MAX_LOG_CHARS:]
         return False, text + "\nbuild timed out (the compiler was killed)"
     return proc.returncode == 0, out.decode("utf-8", "replace")[-MAX_LOG_CHARS:]
+
+
+def trusted(path: Path) -> bool:
+    """Whether a cached file may be used: its seal checks. A sandboxed process cannot check
+    (it cannot read the key) and needs not: the shared cache is read-only to every sandboxed
+    process, so only the harness wrote what it finds there."""
+    if not secret.available():
+        return True
+    if secret.sealed_digest(path) is None:
+        log.warning("build cache entry %s failed its integrity check: rebuilding it", path)
+        return False
+    return True
+
+
+def seal(path: Path, entry: str | None = None) -> None:
+    """Sign a file the harness just put into the cache (nothing to do in a sandbox)."""
+    if secret.available():
+        secret.seal_file(path, entry)
 
 
 def _failure_message(failed: list[str], log: str) -> str:

@@ -35,19 +35,23 @@ def pch_header(root: Path, key: str) -> Path:
 
 def ensure_pch(header: Path, base_command: list[str], deadline: float) -> bool:
     """Build ``header`` and its ``.gch`` if missing; True when usable."""
+    from cuda_agent.evaluator.build.builder import locked, seal, trusted  # avoid an import cycle
+
     gch = header.with_name(HEADER_NAME + ".gch")
-    if gch.exists():
+    if gch.exists() and trusted(gch) and trusted(header):
         return True
     failed = header.with_name("FAILED")
     if failed.exists():
         return False
     folder = ensure_dir(header.parent)
-    from cuda_agent.evaluator.build.builder import locked  # local: avoid an import cycle
+    os.chmod(folder, 0o755)
 
     with locked(folder.parent / f"{folder.name}.lock", deadline):
-        if gch.exists():
+        if gch.exists() and trusted(gch) and trusted(header):
             return True
         header.write_text(PRELUDE, encoding="utf-8")
+        os.chmod(header, 0o644)
+        seal(header)
         fd, tmp = tempfile.mkstemp(dir=folder, suffix=".gch.tmp")
         os.close(fd)
         remaining = max(1.0, deadline - time.monotonic())
@@ -68,5 +72,7 @@ def ensure_pch(header: Path, base_command: list[str], deadline: float) -> bool:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             return False
+        os.chmod(tmp, 0o644)
         os.replace(tmp, gch)
+        seal(gch)
     return True

@@ -1,0 +1,32 @@
+"""The compile sandbox: compilers that read candidate sources run confined.
+
+A source can make the compiler read any file it can open (``#include "/path"``, ``.incbin``)
+and put its bytes into an error message or into the module. So compilers of candidate sources
+run under the same isolation as candidate code (``workspace/sandbox.py``), with the build folder
+writable and the harness's secret hidden; they keep the caller's environment and have no
+network. Where no isolation is available they run as they are (the evaluation itself then
+needs ``--allow-unsandboxed``). Does not decide what to compile (``builder.py``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cuda_agent.workspace.sandbox import Sandbox, SandboxPolicy
+
+COMPILER_CPU_SECONDS = 3600
+
+
+def confine_compiler(command: list[str], cwd: Path) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment that run ``command`` in ``cwd``, confined."""
+    policy = SandboxPolicy(
+        workdir=cwd,
+        tmpdir=cwd / ".tmp",
+        cpu_seconds=COMPILER_CPU_SECONDS,
+        address_space_bytes=None,
+        file_size_bytes=8 << 30,
+        open_files=4096,
+        inherit_env=True,
+    )
+    sandbox = Sandbox(policy, allow_unsandboxed=True)
+    return sandbox.wrap(command), sandbox.environment()
