@@ -159,6 +159,18 @@ CATALOGUE: list[Fixture] = [
         needs_sandbox=True,
     ),
     R("c1_network", "C1", ("load_failed",), "sandbox: no network", needs_sandbox=True),
+    S(
+        "c1_forge_baselines",
+        "C1",
+        "baselines read-only to candidates; signed with a key they cannot read",
+        needs_sandbox=True,
+    ),
+    S(
+        "c1_replace_module",
+        "C1",
+        "build cache read-only to candidates; modules sealed and checked before use",
+        needs_sandbox=True,
+    ),
     R("c3_token_paste", "C3", ("forbidden_op:relu",), "dispatcher hook (C++ text irrelevant)"),
     R("c4_zero_small_values", "C4", MISMATCH, "element-wise atol + rtol, not scaled by the max"),
     R("f_segfault", "F", ("crashed",), "one process per evaluation"),

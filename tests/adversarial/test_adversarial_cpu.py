@@ -14,19 +14,28 @@ from cuda_agent.core.paths import baselines_dir
 from cuda_agent.evaluator.pipeline import evaluate
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.solutions.loader import load_solution
-from cuda_agent.workspace.sandbox import bwrap_usable
+from cuda_agent.workspace.isolation import IsolationUnavailable
+from cuda_agent.workspace.sandbox import worker_isolation
 from tests.adversarial.catalogue import CATALOGUE, Fixture
 from tests.helpers import fast_options, relu_solution
 
 pytestmark = pytest.mark.slow
 
 
+def _isolated() -> bool:
+    try:
+        return worker_isolation(gpu=False) != "none"
+    except IsolationUnavailable:
+        return False
+
+
 def params() -> list[object]:
     out = []
+    isolated = _isolated()
     for fixture in CATALOGUE:
         marks = []
-        if fixture.needs_sandbox and not bwrap_usable():
-            marks.append(pytest.mark.skip(reason="bubblewrap is not usable here"))
+        if fixture.needs_sandbox and not isolated:
+            marks.append(pytest.mark.skip(reason="no isolation here (see test_isolation.py)"))
         if fixture.known_gap:
             marks.append(pytest.mark.xfail(reason=fixture.known_gap, strict=True))
         out.append(pytest.param(fixture, id=fixture.name, marks=marks))

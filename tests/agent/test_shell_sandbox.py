@@ -58,26 +58,30 @@ def test_environment_is_clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         sh.close()
 
 
-@needs_bwrap
-def test_writes_outside_the_workdir_fail(tmp_path: Path) -> None:
+MODES = [pytest.param(True, marks=needs_bwrap, id="bwrap"), pytest.param(False, id="confine")]
+
+
+@pytest.mark.parametrize("use_bwrap", MODES)
+def test_writes_outside_the_workdir_fail(tmp_path: Path, use_bwrap: bool) -> None:
     outside = Path("/var/tmp") / f"cuda-agent-test-{os.getpid()}.txt"  # outside /tmp and work
-    sh = shell(tmp_path, use_bwrap=True)
+    sh = shell(tmp_path, use_bwrap=use_bwrap)
     try:
-        result = sh.run(f"echo pwned > {outside}; touch /tmp/ok && echo tmp-ok", 10)
+        result = sh.run(f'echo pwned > {outside}; touch "$TMPDIR/ok" && echo tmp-ok', 10)
     finally:
         sh.close()
     assert not outside.exists()
-    assert "Read-only file system" in result.output and "tmp-ok" in result.output
+    refusal = "Read-only file system" if use_bwrap else "Permission denied"
+    assert refusal in result.output and "tmp-ok" in result.output
     assert (tmp_path / "tmp" / "ok").exists()  # the private /tmp is the policy's tmpdir
 
 
-@needs_bwrap
-def test_no_network_inside(tmp_path: Path) -> None:
+@pytest.mark.parametrize("use_bwrap", MODES)
+def test_no_network_inside(tmp_path: Path, use_bwrap: bool) -> None:
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(1)
     port = listener.getsockname()[1]
-    sh = shell(tmp_path, use_bwrap=True)
+    sh = shell(tmp_path, use_bwrap=use_bwrap)
     try:
         code = (
             f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3); "
@@ -91,16 +95,18 @@ def test_no_network_inside(tmp_path: Path) -> None:
     assert result.exit_code != 0
 
 
-@needs_bwrap
-def test_hidden_paths_are_empty(tmp_path: Path) -> None:
+@pytest.mark.parametrize("use_bwrap", MODES)
+def test_hidden_paths_cannot_be_read(tmp_path: Path, use_bwrap: bool) -> None:
     secret = tmp_path / "cache"
     secret.mkdir()
     (secret / "baseline.json").write_text("{}")
-    sh = shell(tmp_path, use_bwrap=True, hidden=(secret,))
+    sh = shell(tmp_path, use_bwrap=use_bwrap, hidden=(secret,))
     try:
-        assert sh.run(f"ls -A {secret} | wc -l", 10).output.strip() == "0"
+        listing = sh.run(f"ls -A {secret} 2>/dev/null | wc -l", 10).output.strip()
+        read = sh.run(f"cat {secret}/baseline.json", 10)
     finally:
         sh.close()
+    assert listing == "0" and read.exit_code != 0
     assert os.path.exists(secret / "baseline.json")
 
 

@@ -30,8 +30,6 @@ def confined(plan: ConfinePlan, code: str, cwd: Path) -> subprocess.CompletedPro
     )
 
 
-
-
 @needs_landlock
 def test_landlock_allows_writes_only_beneath_writable_and_hides_paths(tmp_path: Path) -> None:
     work, outside, hidden = tmp_path / "work", tmp_path / "outside", tmp_path / "secret"

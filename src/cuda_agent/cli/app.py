@@ -13,6 +13,7 @@ from cuda_agent.cli.demo_cmd import demo_command
 from cuda_agent.cli.diagnostics import install_diagnostics
 from cuda_agent.cli.eval_cmd import eval_command
 from cuda_agent.cli.examples_cmd import examples_command
+from cuda_agent.cli.serve_cmd import serve_command
 from cuda_agent.cli.solve_cmd import solve_command
 from cuda_agent.cli.synth_cmd import synth_command
 from cuda_agent.cli.train_cmd import train_command
@@ -38,6 +39,7 @@ app.command("demo")(demo_command)
 app.command("examples")(examples_command)
 app.command("synth")(synth_command)
 app.command("train")(train_command)
+app.command("serve")(serve_command)
 
 
 def _version(value: bool) -> None:

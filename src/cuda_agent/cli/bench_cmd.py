@@ -55,8 +55,12 @@ def run_command(
     spare_workers: int = typer.Option(
         3, help="Started evaluation processes kept ready per device (hides their start-up)."
     ),
+    build_workers: int | None = typer.Option(
+        None, help="Builds at once on this machine (default: CPU cores - 1)."
+    ),
 ) -> None:
-    """Evaluate every problem of the set; progress shows live pass / faster counts."""
+    """Evaluate every problem of the set; progress shows live pass / faster counts (a bar on a
+    terminal; in a log, a line per finished job and a summary every 30 s)."""
     chosen = resolve_backend(backend)
     problem_list = load_problem_set(problems, parse_levels(levels), resolve_size(size, chosen))
     options = EvalOptions(
@@ -68,7 +72,7 @@ def run_command(
     ).validate()
     if (solutions is None) == (not model):
         raise CudaAgentError("give either --solutions DIR or --model/--base-url (agent mode)")
-    pool = make_pool(chosen, workers, ray)
+    pool = make_pool(chosen, workers, ray, build_workers=build_workers)
     seen: list[AttemptRecord] = list(read_records(out)) if out.exists() else []
     total = len(problem_list) * (attempts if model else 1)
     with pool, Reporter("bench", total, pool.board, done=len(seen)) as reporter:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from cuda_agent.cli.render import render_profile, render_result
 from cuda_agent.core.types import EvalResult
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import evaluate
+from cuda_agent.evaluator.service import evaluate_remote, service_info
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.solutions.loader import load_solution
 
@@ -44,6 +46,9 @@ def eval_command(
     ),
     timeout: float = typer.Option(600.0, help="Hard limit in seconds for the candidate."),
     as_json: bool = typer.Option(False, "--json", help="Print exactly one JSON object."),
+    service: bool = typer.Option(
+        True, "--service/--no-service", help="Use `cuda-agent serve` when it is running."
+    ),
 ) -> None:
     """Evaluate SOLUTION against PROBLEM: build, verify, time, reward."""
     options = dict(
@@ -59,7 +64,7 @@ def eval_command(
         use_baseline_cache=not refresh_baselines,
         worker_timeout_s=timeout,
     )
-    result = run_eval(problem, solution, backend, size, options, quiet=as_json)
+    result = run_eval(problem, solution, backend, size, options, quiet=as_json, service=service)
     if as_json:
         print_json(result.to_dict())
     else:
@@ -72,17 +77,36 @@ def eval_command(
 
 @one_line_errors
 def run_eval(
-    problem: str, solution: Path, backend: str, size: str, options: dict[str, Any], quiet: bool
+    problem: str,
+    solution: Path,
+    backend: str,
+    size: str,
+    options: dict[str, Any],
+    quiet: bool,
+    service: bool = True,
 ) -> EvalResult:
-    chosen = resolve_backend(backend)
+    info = service_info() if service else None
+    if backend == "auto" and info is not None:
+        chosen = str(info["backend"])  # no torch import needed to know
+    else:
+        chosen = resolve_backend(backend)
     prob = resolve_problem(problem, resolve_size(size, chosen))
     sol = load_solution(solution)
     opts = EvalOptions(backend=chosen, **options).validate()
+    remote = info is not None and info.get("backend") == chosen
+
+    def run(progress: Callable[[str, str], None] | None) -> EvalResult:
+        if remote:
+            result = evaluate_remote(prob, sol, opts, progress)
+            if result is not None:
+                return result
+        return evaluate(prob, sol, opts, progress=progress)
+
     if quiet:
-        return evaluate(prob, sol, opts)
+        return run(None)
     with err_console.status(f"evaluating {sol.path.name} on {prob.id} ({chosen})") as status:
 
         def progress(stage: str, text: str) -> None:
             status.update(f"[bold]{stage}[/]: {text} ({prob.id}, {chosen})")
 
-        return evaluate(prob, sol, opts, progress=progress)
+        return run(progress)

@@ -10,7 +10,11 @@ from cuda_agent.cluster.pool import EvalPool
 
 
 def make_pool(
-    backend: str, workers: int | None, ray: str | None, worker_slots: int = 1
+    backend: str,
+    workers: int | None,
+    ray: str | None,
+    worker_slots: int = 1,
+    build_workers: int | None = None,
 ) -> EvalPool:
     """A ``RayPool`` for ``--ray`` (``local`` or an address), else a ``LocalPool``."""
     if ray:
@@ -31,7 +35,9 @@ def make_pool(
             else [f"cpu{i}" for i in range(workers)]
         )
     )
-    return LocalPool(backend, devices=devices, worker_slots=worker_slots)
+    return LocalPool(
+        backend, devices=devices, worker_slots=worker_slots, build_workers=build_workers
+    )
 
 
 def progress_bar() -> Progress:

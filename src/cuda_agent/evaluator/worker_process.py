@@ -245,6 +245,27 @@ class SpareWorkers:
             queue.append(start(self._folder()))
         return chosen
 
+    def prime(
+        self,
+        backend: str,
+        env: dict[str, str],
+        sandboxed: bool = False,
+        depth: int = 1,
+        allow_unsandboxed: bool = False,
+    ) -> None:
+        """Start spares for this environment (up to ``depth``) without taking one."""
+        queue = self._spares.setdefault(_env_key(backend, env, sandboxed), [])
+        while len(queue) < max(1, depth):
+            queue.append(
+                spawn_worker(
+                    backend,
+                    env,
+                    self._folder(),
+                    sandboxed=sandboxed,
+                    allow_unsandboxed=allow_unsandboxed,
+                )
+            )
+
     def waiting(self, backend: str, env: dict[str, str], sandboxed: bool = False) -> int:
         """How many started spares wait for an evaluation in this environment."""
         return len(self._spares.get(_env_key(backend, env, sandboxed), []))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cuda_agent.core.paths import builds_dir
 from cuda_agent.workspace.sandbox import Sandbox, SandboxPolicy
 
 COMPILER_CPU_SECONDS = 3600
@@ -26,6 +27,7 @@ def confine_compiler(command: list[str], cwd: Path) -> tuple[list[str], dict[str
         address_space_bytes=None,
         file_size_bytes=8 << 30,
         open_files=4096,
+        bind_ro=(builds_dir(),),  # the precompiled header (bubblewrap replaces /tmp)
         inherit_env=True,
     )
     sandbox = Sandbox(policy, allow_unsandboxed=True)

@@ -1,0 +1,190 @@
+"""The four isolation attacks (write outside, forge a baseline, replace a cached module, open a
+connection) under every isolation mode this machine offers, plus the unsandboxed mode, which
+must be asked for and then still catches forged caches by their signatures.
+
+Each test uses its own cache folder: the attacks rewrite what they find there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cuda_agent.core.paths import baselines_dir, builds_dir
+from cuda_agent.core.types import EvalResult
+from cuda_agent.evaluator.pipeline import evaluate
+from cuda_agent.problems.sets import resolve_problem
+from cuda_agent.solutions.loader import load_solution
+from cuda_agent.workspace.isolation import (
+    ALLOW_UNSANDBOXED_ENV,
+    ISOLATION_ENV,
+    IsolationUnavailable,
+    bwrap_usable,
+    describe,
+)
+from cuda_agent.workspace.sandbox import SandboxPolicy, confine_plan
+from tests.adversarial.catalogue import FIXTURES
+from tests.helpers import fast_options, relu_solution
+
+pytestmark = pytest.mark.slow
+
+
+def _confine_available() -> bool:
+    probe = SandboxPolicy(workdir=Path("/"), tmpdir=Path("/"))
+    return describe(confine_plan(probe)[1]) != "none"
+
+
+ISOLATED = [
+    pytest.param(
+        "bwrap", id="bwrap", marks=pytest.mark.skipif(not bwrap_usable(), reason="no bwrap")
+    ),
+    pytest.param(
+        "confine",
+        id="confine",
+        marks=pytest.mark.skipif(not _confine_available(), reason="no Landlock, not root"),
+    ),
+]
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    folder.chmod(0o755)
+    monkeypatch.setenv("CUDA_AGENT_CACHE", str(folder))
+    monkeypatch.delenv(ALLOW_UNSANDBOXED_ENV, raising=False)
+    yield folder
+
+
+def _evaluate(path: Path, **options: object) -> EvalResult:
+    return evaluate(resolve_problem("relu", "small"), load_solution(path), fast_options(**options))
+
+
+def _honest(tmp_path: Path) -> Path:
+    return relu_solution(tmp_path, "return ops.relu_ok(x)", name="honest.py")
+
+
+@pytest.mark.parametrize("mode", ISOLATED)
+def test_writes_outside_fail(
+    mode: str, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ISOLATION_ENV, mode)
+    home = Path(os.path.expanduser("~"))
+    targets = [
+        baselines_dir() / "pwned.json",
+        home / f".ca-adv-{os.getpid()}",
+        Path("/tmp") / f"ca-adv-{os.getpid()}.txt",
+        Path("/var/tmp") / f"ca-adv-{os.getpid()}.txt",
+    ]
+    monkeypatch.setenv("CA_ADV_TARGETS", ":".join(str(t) for t in targets))
+    result = _evaluate(FIXTURES / "c1_write_outside.py")
+    assert result.details["isolation"] != "none"
+    assert not result.correct and "load_failed" in result.flags, result.error
+    for target in targets:
+        assert not target.exists(), f"{target} was written under {result.details['isolation']}"
+
+
+@pytest.mark.parametrize("mode", ISOLATED)
+def test_no_connection_leaves(mode: str, cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ISOLATION_ENV, mode)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.settimeout(0.2)
+    accepted: list[object] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                accepted.append(listener.accept())
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    monkeypatch.setenv("CA_ADV_PORT", str(listener.getsockname()[1]))
+    try:
+        result = _evaluate(FIXTURES / "c1_network.py")
+    finally:
+        stop.set()
+        thread.join(timeout=2)
+        listener.close()
+    assert not accepted, f"a connection left the sandbox ({result.details['isolation']})"
+    assert not result.correct and "load_failed" in result.flags
+
+
+def _baselines() -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(baselines_dir().glob("*.json"))}
+
+
+def _modules() -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in sorted((builds_dir() / "ext").glob("*/*.so"))}
+
+
+@pytest.mark.parametrize("mode", ISOLATED)
+def test_cached_baselines_and_modules_cannot_be_replaced(
+    mode: str, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ISOLATION_ENV, mode)
+    honest = _honest(tmp_path)
+    before = _evaluate(honest, baselines=("eager", "compile"))
+    assert before.correct and before.speedup_compile, before.error
+    baselines, modules = _baselines(), _modules()
+    assert baselines and modules
+    for fixture in ("c1_forge_baselines", "c1_replace_module"):
+        attacker = _evaluate(FIXTURES / f"{fixture}.py", baselines=("eager", "compile"))
+        assert attacker.details["isolation"] != "none"
+        assert _baselines() == baselines, f"{fixture} changed a cached baseline"
+        assert _modules() == modules, f"{fixture} changed a cached module"
+        assert attacker.correct and attacker.speedup_compile is not None
+        assert attacker.speedup_compile < 5, "the attacker was credited a forged baseline"
+    after = _evaluate(honest, baselines=("eager", "compile"))
+    assert after.correct and after.speedup_compile
+    assert 0.5 < after.speedup_compile / before.speedup_compile < 2
+
+
+def test_unsandboxed_must_be_asked_for(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ISOLATION_ENV, "none")
+    with pytest.raises(IsolationUnavailable, match="--allow-unsandboxed"):
+        _evaluate(FIXTURES / "c1_forge_baselines.py")
+
+
+def test_unsandboxed_forged_caches_are_caught_by_their_signatures(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no isolation the attacks succeed in writing; the signatures make them useless: a
+    forged baseline is measured again, a replaced module is rebuilt."""
+    monkeypatch.setenv(ISOLATION_ENV, "none")
+    honest = _honest(tmp_path)
+    before = _evaluate(honest, baselines=("eager", "compile"), allow_unsandboxed=True)
+    assert before.details["isolation"] == "none"
+    assert before.correct and before.speedup_compile, before.error
+    baselines, modules = _baselines(), _modules()
+
+    forger = _evaluate(
+        FIXTURES / "c1_forge_baselines.py", baselines=("eager", "compile"), allow_unsandboxed=True
+    )
+    assert _baselines() != baselines, "the forger did not run (nothing to prove)"
+    assert forger.correct and forger.speedup_compile is not None
+    assert forger.speedup_compile < 5, "the forger was credited its forged baseline"
+    assert any("integrity check" in w for w in forger.warnings), forger.warnings
+
+    replacer = _evaluate(
+        FIXTURES / "c1_replace_module.py", baselines=("eager",), allow_unsandboxed=True
+    )
+    assert replacer.correct
+    assert _modules() != modules, "the replacer did not run (nothing to prove)"
+
+    after = _evaluate(honest, baselines=("eager", "compile"), allow_unsandboxed=True)
+    assert after.correct, after.error
+    assert after.details["builds"][0]["cached"] is False  # rebuilt: the module was replaced
+    assert 0.5 < after.speedup_compile / before.speedup_compile < 2
+    stored = json.loads(next(iter(baselines_dir().glob("*.json"))).read_text())
+    assert stored["ratio"] == pytest.approx(after.compile_us / after.eager_us, rel=1e-6)

@@ -1,0 +1,88 @@
+"""The local evaluation service: a real server thread, real workers, real socket clients."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cuda_agent.evaluator.service import (
+    EvalService,
+    evaluate_remote,
+    service_info,
+    socket_path,
+)
+from cuda_agent.examples import examples_root
+from cuda_agent.problems.sets import resolve_problem
+from cuda_agent.solutions.loader import load_solution
+from tests.helpers import fast_options
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[EvalService]:
+    monkeypatch.setenv("CUDA_AGENT_CACHE", str(tmp_path / "cache"))
+    with EvalService("cpu") as running:
+        thread = threading.Thread(target=running.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield running
+        finally:
+            running.shutdown()
+            thread.join(timeout=10)
+
+
+def test_evaluations_go_through_the_service_and_reuse_warm_workers(service: EvalService) -> None:
+    info = service_info()
+    assert info is not None and info["backend"] == "cpu" and info["pid"] == os.getpid()
+    problem = resolve_problem("relu", "small")
+    solution = load_solution(examples_root() / "relu" / "cpu.py")
+    stages: list[str] = []
+    first = evaluate_remote(problem, solution, fast_options(), lambda s, _t: stages.append(s))
+    second = evaluate_remote(problem, solution, fast_options())
+    assert first is not None and second is not None
+    assert first.correct and second.correct, (first.error, second.error)
+    assert first.details["service"]["served"] == 1 and second.details["service"]["served"] == 2
+    assert "verify" in stages and "build" in stages
+
+
+def test_a_client_without_the_key_is_refused(service: EvalService) -> None:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(str(socket_path()))
+        sock.sendall(json.dumps({"token": "guess", "op": "info"}).encode() + b"\n")
+        reply = json.loads(sock.makefile("rb").readline())
+    assert reply == {"type": "error", "message": "not authorised"}
+
+
+def test_no_service_means_local_evaluation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDA_AGENT_CACHE", str(tmp_path / "cache"))
+    assert service_info() is None
+    problem = resolve_problem("relu", "small")
+    solution = load_solution(examples_root() / "relu" / "cpu.py")
+    assert evaluate_remote(problem, solution, fast_options()) is None
+
+
+def test_the_eval_command_uses_a_running_service(service: EvalService) -> None:
+    solution = examples_root() / "relu" / "cpu.py"
+    proc = subprocess.run(
+        [
+            *(sys.executable, "-m", "cuda_agent", "eval", "relu", str(solution), "--json"),
+            *("--baselines", "eager", "--trials", "2"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=dict(os.environ),
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["correct"] and result["backend"] == "cpu"
+    assert result["details"]["service"]["pid"] == os.getpid()
