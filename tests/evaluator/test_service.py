@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from cuda_agent.evaluator.service import (
+    SOCKET_ENV,
     EvalService,
     evaluate_remote,
     service_info,
@@ -29,7 +30,8 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[EvalService]:
-    monkeypatch.setenv("CUDA_AGENT_CACHE", str(tmp_path / "cache"))
+    """A service on its own socket (the suite's shared cache stays: its builds are warm)."""
+    monkeypatch.setenv(SOCKET_ENV, str(tmp_path / "eval.sock"))
     with EvalService("cpu") as running:
         thread = threading.Thread(target=running.serve_forever, daemon=True)
         thread.start()
@@ -63,7 +65,7 @@ def test_a_client_without_the_key_is_refused(service: EvalService) -> None:
 
 
 def test_no_service_means_local_evaluation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CUDA_AGENT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv(SOCKET_ENV, str(tmp_path / "nobody.sock"))
     assert service_info() is None
     problem = resolve_problem("relu", "small")
     solution = load_solution(examples_root() / "relu" / "cpu.py")

@@ -46,8 +46,12 @@ TOKEN_PURPOSE = b"cuda-agent evaluation service"
 Progress = Callable[[str, str], None]
 
 
+SOCKET_ENV = "CUDA_AGENT_SERVICE_SOCKET"  # another place for the socket (tests, several services)
+
+
 def socket_path() -> Path:
-    return secret.secret_dir() / SOCKET_NAME
+    override = os.environ.get(SOCKET_ENV)
+    return Path(override) if override else secret.secret_dir() / SOCKET_NAME
 
 
 def token() -> str:
