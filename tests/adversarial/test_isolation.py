@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,13 +55,14 @@ ISOLATED = [
 
 
 @pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    folder = tmp_path / "cache"
-    folder.mkdir()
+def cache(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A fresh cache the sandbox user can reach (pytest's tmp_path sits in a 0700 folder)."""
+    folder = Path(tempfile.mkdtemp(prefix="ca-iso-"))
     folder.chmod(0o755)
     monkeypatch.setenv("CUDA_AGENT_CACHE", str(folder))
     monkeypatch.delenv(ALLOW_UNSANDBOXED_ENV, raising=False)
     yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _evaluate(path: Path, **options: object) -> EvalResult:
@@ -188,3 +191,37 @@ def test_unsandboxed_forged_caches_are_caught_by_their_signatures(
     assert 0.5 < after.speedup_compile / before.speedup_compile < 2
     stored = json.loads(next(iter(baselines_dir().glob("*.json"))).read_text())
     assert stored["ratio"] == pytest.approx(after.compile_us / after.eager_us, rel=1e-6)
+
+
+def test_commands_refuse_without_isolation_and_say_how(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+    import sys
+
+    env = {**os.environ, ISOLATION_ENV: "none"}
+    env.pop(ALLOW_UNSANDBOXED_ENV, None)
+    honest = _honest(tmp_path)
+    for argv in (
+        ["eval", "relu", str(honest), "--backend", "cpu", "--baselines", "eager"],
+        [
+            "bench",
+            "run",
+            "--backend",
+            "cpu",
+            "--solutions",
+            str(tmp_path),
+            "--out",
+            str(tmp_path / "run"),
+        ],
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-m", "cuda_agent", *argv],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=env,
+        )
+        assert proc.returncode == 2, (argv, proc.stdout[-2000:], proc.stderr[-2000:])
+        assert "--allow-unsandboxed" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "run" / "results.jsonl").exists()

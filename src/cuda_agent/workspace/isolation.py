@@ -135,13 +135,17 @@ GPU_PROBE = (
 )
 
 
-@functools.lru_cache(maxsize=1)
 def capabilities() -> Capabilities:
+    """What this machine offers, for the current cache folder (the sandbox user must reach it)."""
+    return _capabilities(str(ensure_dir(cache_root())))
+
+
+@functools.lru_cache(maxsize=8)
+def _capabilities(cache: str) -> Capabilities:
     root = os.geteuid() == 0
     abi = landlock_abi()
     netns = root and _probe(ConfinePlan(netns=True), "pass")
     uid = sandbox_uid(0)
-    cache = str(ensure_dir(cache_root()))
     user_ok = root and _probe(ConfinePlan(uid=uid, gid=uid), USER_PROBE, cache)
     if root and not user_ok:
         log.info("the sandbox user cannot read this Python, torch or %s: not used", cache)
