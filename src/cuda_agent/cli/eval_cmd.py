@@ -46,7 +46,9 @@ def eval_command(
     ),
     timeout: float = typer.Option(600.0, help="Hard limit in seconds for the candidate."),
     shapes: bool = typer.Option(
-        False, "--shapes", help="Also verify at other sizes (each size constant halved, doubled, odd)."
+        False,
+        "--shapes",
+        help="Also verify at other sizes (each size constant halved, doubled, odd).",
     ),
     reward_shapes: bool = typer.Option(
         False, "--reward-shapes", help="A failed size makes the reward -1 (implies --shapes)."

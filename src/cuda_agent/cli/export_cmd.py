@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from cuda_agent.bench.records import chosen_attempts, read_records
 from cuda_agent.cli.common import (
     err_console,
     one_line_errors,
@@ -14,8 +15,17 @@ from cuda_agent.cli.common import (
     resolve_backend,
     resolve_size,
 )
+from cuda_agent.core.errors import CudaAgentError
+from cuda_agent.core.types import Problem
 from cuda_agent.evaluator.options import EvalOptions
-from cuda_agent.export import ExportOutcome, export_solution, resolve_solution_path
+from cuda_agent.export import (
+    ExportItem,
+    ExportOutcome,
+    export_many,
+    export_solution,
+    package_name,
+    resolve_solution_path,
+)
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.solutions.loader import load_solution
 
@@ -50,6 +60,32 @@ def export_command(
             status.update(f"[bold]{stage}[/]: {text} ({prob.id}, {chosen})")
 
         outcome = export_solution(prob, sol, out, opts, name, progress)
+    report(outcome)
+
+
+def export_run_best(run_dir: Path, problems: list[Problem], opts: EvalOptions, out: Path) -> None:
+    """``bench run --export-best OUT``: the run's best correct solution of every problem, as
+    one package named after OUT with a module per problem (evaluated again, with shapes, where
+    the run's evaluation did not check them)."""
+    by_id = {p.id: p for p in problems}
+    items = []
+    for pid, record in sorted(chosen_attempts(read_records(run_dir)).items()):
+        if not record.correct or pid not in by_id or not record.solution:
+            continue
+        path = Path(record.solution)
+        if not path.is_absolute() and (run_dir / path).exists():
+            path = run_dir / path
+        items.append(
+            ExportItem(by_id[pid], load_solution(resolve_solution_path(path)), record.result)
+        )
+    if not items:
+        raise CudaAgentError(f"--export-best: no correct solution in {run_dir}; nothing exported")
+    with err_console.status(f"exporting {len(items)} solution(s)") as status:
+
+        def progress(stage: str, text: str) -> None:
+            status.update(f"[bold]export[/] {stage}: {text}")
+
+        outcome = export_many(items, out, package_name(out.name), opts, progress)
     report(outcome)
 
 

@@ -66,7 +66,9 @@ def verify_shapes(
             entry.update(verdict="skipped", error=skip)
         else:
             notify("shapes", f"size {k + 1} of {len(variants)}: {variant.label}")
-            sub = run_variant(_variant_problem(problem, variant), variant_options(opts, seed, variant))
+            sub = run_variant(
+                _variant_problem(problem, variant), variant_options(opts, seed, variant)
+            )
             entry.update(_verdict(sub))
         entries.append(entry)
     result.details["shapes"] = entries

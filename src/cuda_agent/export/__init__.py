@@ -10,6 +10,7 @@ imports it.
 from cuda_agent.export.exporter import (
     ExportItem,
     ExportOutcome,
+    check_target,
     export_many,
     export_solution,
     package_name,
@@ -21,6 +22,7 @@ __all__ = [
     "ExportError",
     "ExportItem",
     "ExportOutcome",
+    "check_target",
     "export_many",
     "export_solution",
     "package_name",

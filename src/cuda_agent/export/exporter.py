@@ -23,7 +23,7 @@ from cuda_agent.core.types import Problem, Solution
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import evaluate
 from cuda_agent.export.project import ProblemExport, write_project
-from cuda_agent.export.sources import ExportError, extension_sources
+from cuda_agent.export.sources import ExportError, ExtensionSource, extension_sources
 from cuda_agent.export.verified import verified_record
 
 Progress = Callable[[str, str], None]
@@ -64,6 +64,12 @@ def check_name(name: str) -> str:
     return name
 
 
+def check_target(out: Path, name: str | None = None) -> str:
+    """The package name for a project written to ``out``; an error if ``out`` is not usable."""
+    _check_out(out)
+    return check_name(name or package_name(out.name))
+
+
 def export_solution(
     problem: Problem,
     solution: Solution,
@@ -75,10 +81,13 @@ def export_solution(
     """Evaluate ``solution`` here and, if it is correct, write its package into ``out``."""
     package = check_name(name or package_name(problem.id))
     _check_out(out)
+    extensions = extension_sources(solution, opts.backend)  # static: fails before evaluating
     result = evaluate_with_shapes(problem, solution, opts, progress)
     if not result.get("correct"):
         raise ExportError(refusal(result))
-    item = _problem_export(problem, solution, result, opts, module=package, op="forward")
+    item = _problem_export(
+        problem, solution, result, opts, module=package, op="forward", extensions=extensions
+    )
     write_project(out, package, [item], arch_flags(opts.backend))
     return ExportOutcome(package, out, {problem.id: package}, {}, {problem.id: result})
 
@@ -92,8 +101,7 @@ def export_many(
 ) -> ExportOutcome:
     """One package with a module per problem; problems whose solution is not correct here are
     skipped (with the reason), and none correct at all is an error."""
-    check_name(package)
-    _check_out(out)
+    check_target(out, package)
     outcome = ExportOutcome(package, out)
     exports: list[ProblemExport] = []
     taken: set[str] = set()
@@ -168,8 +176,10 @@ def _problem_export(
     *,
     module: str,
     op: str,
+    extensions: list[ExtensionSource] | None = None,
 ) -> ProblemExport:
-    extensions = extension_sources(solution, opts.backend)
+    if extensions is None:
+        extensions = extension_sources(solution, opts.backend)
     verified = verified_record(
         problem,
         solution,

@@ -154,7 +154,8 @@ def _package_init(package: str, items: list[ProblemExport]) -> str:
 
 def _verified_py(item: ProblemExport) -> str:
     body = pprint.pformat(item.verified, indent=1, width=96, sort_dicts=False)
-    return f'"""What {item.module} was verified on (written by cuda-agent export)."""\n\nVERIFIED = {body}\n'
+    doc = f'"""What {item.module} was verified on (written by cuda-agent export)."""'
+    return f"{doc}\n\nVERIFIED = {body}\n"
 
 
 def _readme(package: str, items: list[ProblemExport]) -> str:
@@ -241,11 +242,12 @@ requires-python = ">=3.10"
 dependencies = ["torch"]
 """
 
-MODULE_INIT = '''"""{module}: the verified kernels of problem {problem} ({kind} solution {solution_hash}).
+MODULE_INIT = '''"""{module}: the verified kernels of problem {problem}.
 
-Written by cuda-agent export. ``ModelNew`` takes the problem's ``Model`` constructor arguments
-and has its ``state_dict`` keys; its forward is the custom operator
-``torch.ops.{namespace}.{op}``, so ``torch.compile(model, fullgraph=True)`` traces through it.
+Written by cuda-agent export from a {kind} solution (hash {solution_hash}). ``ModelNew``
+takes the problem's ``Model`` constructor arguments and has its ``state_dict`` keys; its
+forward is the custom operator ``torch.ops.{namespace}.{op}``, so
+``torch.compile(model, fullgraph=True)`` traces through it.
 ``VERIFIED`` records what was verified. A call outside the verified sizes, or on a GPU of
 another compute capability, by default: {outside}. Change that with
 ``set_unverified_policy("error" | "warn" | "allow")`` or the environment variable {env}.
@@ -271,7 +273,7 @@ set_unverified_policy = _exported.set_policy
 __all__ = ["VERIFIED", "ModelNew", "UnverifiedCallError", "reference", "set_unverified_policy"]
 '''
 
-PACKAGE_INIT = '''"""{package}: verified kernels, one module per problem (written by cuda-agent export).
+PACKAGE_INIT = '''"""{package}: verified kernels, one module per problem (by cuda-agent export).
 
 ``PROBLEMS`` maps each problem id to its module; each module has ``ModelNew``, ``VERIFIED``,
 ``reference`` and ``set_unverified_policy``. The environment variable {env} sets the policy

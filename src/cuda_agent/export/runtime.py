@@ -89,21 +89,23 @@ def prebuilt_extensions(package: str, modules: dict[str, str]) -> Iterator[None]
         return load_inline(name)
 
     saved = (cpp_extension.load_inline, cpp_extension.load, sys.modules.get("cuda_extension"))
-    cpp_extension.load_inline = load_inline  # type: ignore[assignment]
-    cpp_extension.load = load  # type: ignore[assignment]
+    cpp_extension.load_inline = load_inline
+    cpp_extension.load = load
     if "cuda_extension" in modules:
         sys.modules["cuda_extension"] = importlib.import_module(modules["cuda_extension"])
     try:
         yield
     finally:
-        cpp_extension.load_inline, cpp_extension.load = saved[0], saved[1]  # type: ignore[assignment]
+        cpp_extension.load_inline, cpp_extension.load = saved[0], saved[1]
         if saved[2] is not None:
             sys.modules["cuda_extension"] = saved[2]
         else:
             sys.modules.pop("cuda_extension", None)
 
 
-def load_solution_class(package: str, folder: Path, modules: dict[str, str]) -> type:
+def load_solution_class(
+    package: str, folder: Path, modules: dict[str, str]
+) -> type[torch.nn.Module]:
     """Run ``_solution.py`` of ``folder`` with its extensions prebuilt; its ``ModelNew``."""
     path = folder / "_solution.py"
     module = types.ModuleType(f"{package}._solution")
@@ -126,8 +128,8 @@ class ExportedProblem:
         package: str,
         namespace: str,
         op: str,
-        solution: type,
-        reference: type,
+        solution: type[torch.nn.Module],
+        reference: type[torch.nn.Module],
         verified: dict[str, Any],
     ) -> None:
         self.package, self.namespace, self.op_name = package, namespace, op
@@ -142,7 +144,7 @@ class ExportedProblem:
             if s["verdict"] == "pass"
         }
         self._models: dict[int, weakref.ref[torch.nn.Module]] = {}
-        self._references: dict[int, torch.nn.Module] = {}
+        self._references: dict[int, tuple[torch.nn.Module, set[str]]] = {}
         self._init_keys: dict[int, Any] = {}
         self._state_names: dict[int, list[str]] = {}
         self._handles = itertools.count(1)
@@ -190,8 +192,7 @@ class ExportedProblem:
         return unique
 
     def _fake(self, handle: int, state: list[torch.Tensor], *args: Any) -> list[torch.Tensor]:
-        reference = self._references[handle]
-        names = set(reference.state_dict().keys()) | {n for n, _ in reference.named_buffers()}
+        reference, names = self._references[handle]
         tensors = {
             name: t
             for name, t in zip(self._state_names[handle], state, strict=True)
@@ -209,9 +210,11 @@ class ExportedProblem:
 
     def _model_class(self) -> type:
         exported, op, single = self, self.op, self.output_kind == "tensor"
-        sequence: Callable[[list[torch.Tensor]], Any] = list if self.output_kind == "list" else tuple
+        sequence: Callable[[list[torch.Tensor]], Any] = (
+            list if self.output_kind == "list" else tuple
+        )
 
-        class ModelNew(self.solution):  # type: ignore[name-defined,misc]
+        class ModelNew(self.solution):  # type: ignore[name-defined]
             def __init__(self, *args: Any, **kwargs: Any) -> None:
                 super().__init__(*args, **kwargs)
                 exported.register(self, args, kwargs)
@@ -231,9 +234,11 @@ class ExportedProblem:
         )
         return ModelNew
 
-    def register(self, model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def register(
+        self, model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> None:
         handle = next(self._handles)
-        model._ca_handle = handle  # type: ignore[assignment]
+        model.__dict__["_ca_handle"] = handle  # a plain int attribute: constant under compile
         self._models[handle] = weakref.ref(model)
         self._init_keys[handle] = self._init_key(args, kwargs)
         self._state_names[handle] = [
@@ -241,12 +246,14 @@ class ExportedProblem:
             *(n for n, _ in model.named_buffers()),
         ]
         with torch.device("meta"):
-            self._references[handle] = self.reference(*args, **kwargs).eval()
+            reference = self.reference(*args, **kwargs).eval()
+        names = {n for n, _ in (*reference.named_parameters(), *reference.named_buffers())}
+        self._references[handle] = (reference, names)
         weakref.finalize(model, self._forget, handle)
 
     def _forget(self, handle: int) -> None:
         for table in (self._models, self._references, self._init_keys, self._state_names):
-            table.pop(handle, None)  # type: ignore[attr-defined]
+            table.pop(handle, None)
 
     def _model(self, handle: int) -> torch.nn.Module:
         ref = self._models.get(handle)

@@ -41,9 +41,7 @@ class SizeVariant:
 def used_size_constants(source: str, label: str) -> dict[str, int]:
     """The integer constants that ``get_inputs`` / ``get_init_inputs`` reach, in file order."""
     tree = parse_python(source, label)
-    constants = {
-        name: value for name, value in size_constants(tree).items() if type(value) is int
-    }
+    constants = {name: value for name, value in size_constants(tree).items() if type(value) is int}
     definitions: dict[str, ast.AST] = {}
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
@@ -61,12 +59,12 @@ def used_size_constants(source: str, label: str) -> dict[str, int]:
         if name in seen:
             continue
         seen.add(name)
-        for node in ast.walk(definitions[name]):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                if node.id in constants:
-                    used.add(node.id)
-                elif node.id in definitions and node.id != "Model":
-                    todo.append(node.id)
+        for sub in ast.walk(definitions[name]):
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
+                if sub.id in constants:
+                    used.add(sub.id)
+                elif sub.id in definitions and sub.id != "Model":
+                    todo.append(sub.id)
     return {name: value for name, value in constants.items() if name in used}
 
 

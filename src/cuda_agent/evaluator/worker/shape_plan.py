@@ -78,7 +78,9 @@ def plan_source(source: str, seed: int, device: Device, budget: int) -> dict[str
     state = {name: _tensor_facts(t) for name, t in model.state_dict().items()}
     facts: dict[str, Any] = {
         "init_args": [_jsonable(a) for a in init_args],
-        "inputs": [_tensor_facts(x) if isinstance(x, torch.Tensor) else {"value": x} for x in inputs],
+        "inputs": [
+            _tensor_facts(x) if isinstance(x, torch.Tensor) else {"value": x} for x in inputs
+        ],
         "state": state,
         "bytes": {"inputs": _bytes(inputs), "state": _bytes(list(model.state_dict().values()))},
     }
