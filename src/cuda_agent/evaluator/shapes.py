@@ -61,7 +61,7 @@ def verify_shapes(
             "sizes": {**sizes, variant.name: variant.value},
             **_plan_facts(plan),
         }
-        skip = _skip_reason(plan, budget, opts.trials)
+        skip = skip_reason(plan, budget, opts.trials)
         if skip:
             entry.update(verdict="skipped", error=skip)
         else:
@@ -150,7 +150,7 @@ def needed_bytes(plan: dict[str, Any], trials: int) -> int:
     return (trials + 2) * inputs + 2 * state + 2 * outputs
 
 
-def _skip_reason(plan: dict[str, Any], budget: int | None, trials: int) -> str | None:
+def skip_reason(plan: dict[str, Any], budget: int | None, trials: int) -> str | None:
     if plan.get("ok") is False:
         return f"the reference does not run at this size: {plan.get('error')}"
     if plan.get("ok") and budget:

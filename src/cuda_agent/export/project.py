@@ -28,7 +28,7 @@ from cuda_agent.core.types import Problem, Solution
 from cuda_agent.export.sources import ExtensionSource
 
 RUNTIME_FILE = Path(__file__).with_name("runtime.py")
-CXX_FLAGS = ("-O3", "-std=c++20")
+CXX_FLAGS = ("-O3", "-std=c++20", "-g0")  # -g0: no debug info (Python adds -g)
 NVCC_FLAGS = ("-O3", "-std=c++20")
 
 
