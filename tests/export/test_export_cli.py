@@ -10,7 +10,7 @@ import pytest
 
 from tests.helpers import relu_solution
 
-DYNAMIC_SOURCES = '''
+DYNAMIC_SOURCES = """
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
@@ -25,13 +25,13 @@ ext = load_inline(name="ca_dynamic", cpp_sources=source(), functions=["twice"])
 class ModelNew(nn.Module):
     def forward(self, x):
         return ext.twice(x)
-'''
+"""
 
 
 def export(solution: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    options = ["--problem", "relu", "--out", str(out), "--backend", "cpu", "--baselines", "eager"]
     return subprocess.run(
-        [sys.executable, "-m", "cuda_agent", "export", str(solution), "--problem", "relu"]
-        + ["--out", str(out), "--backend", "cpu", "--baselines", "eager", *extra],
+        [sys.executable, "-m", "cuda_agent", "export", str(solution), *options, *extra],
         capture_output=True,
         text=True,
         timeout=900,

@@ -20,7 +20,7 @@ import pytest
 from cuda_agent.examples import examples_root
 from tests.export.fresh_venv import make_venv, pip_install, run_json
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]  # two C++ builds on 2 cores
 
 CHECK = """
 import importlib, json, sys

@@ -6,6 +6,7 @@ plain PyTorch solution (no build); the installed packages are tested in ``test_i
 
 from __future__ import annotations
 
+import copy
 import secrets
 import warnings
 from typing import Any
@@ -184,6 +185,20 @@ def test_operator_outputs_never_alias_inputs_and_have_no_backward() -> None:
     (out,) = exported.op(model._ca_handle, [], x.clone().requires_grad_())
     with pytest.raises(RuntimeError, match="inference-only"):
         out.sum().backward()
+
+
+def test_a_copy_is_a_model_of_its_own() -> None:
+    exported = export()
+    model, reference = pair(exported)
+    twin = copy.deepcopy(model)
+    with torch.no_grad():
+        twin.bias.add_(1.0)
+    assert twin._ca_handle != model._ca_handle
+    x = torch.randn(4, 8)
+    state = [twin.bias.detach()]
+    expected = torch.relu(x + reference.bias + 1.0) * 2.0  # the copy's own weights
+    torch.testing.assert_close(exported.op(twin._ca_handle, state, x)[0], expected)
+    torch.testing.assert_close(exported.op(model._ca_handle, [], x)[0], reference(x))
 
 
 @pytest.mark.slow

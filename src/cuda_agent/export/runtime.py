@@ -219,6 +219,10 @@ class ExportedProblem:
                 super().__init__(*args, **kwargs)
                 exported.register(self, args, kwargs)
 
+            def __setstate__(self, state: dict[str, Any]) -> None:  # copy.deepcopy, pickle
+                super().__setstate__(state)
+                exported.register(self, *self._ca_init)  # a copy gets its own handle
+
             def forward(self, *args: Any) -> Any:
                 if not torch.compiler.is_compiling():
                     return exported.run_eager(self, args)
@@ -239,6 +243,7 @@ class ExportedProblem:
     ) -> None:
         handle = next(self._handles)
         model.__dict__["_ca_handle"] = handle  # a plain int attribute: constant under compile
+        model.__dict__["_ca_init"] = (args, kwargs)
         self._models[handle] = weakref.ref(model)
         self._init_keys[handle] = self._init_key(args, kwargs)
         self._state_names[handle] = [
