@@ -201,7 +201,7 @@ L)
   ;;
 EXPORT)
   nvidia-smi -L
-  for example in relu bias_gelu_scale; do
+  for example in ${EXPORT_EXAMPLES:-relu bias_gelu_scale}; do
     timeout 290 python3 benchmarks/export_h200.py --example $example --work /tmp/export-$example \
       --out "$OUT/export_$example.json" 2>"$OUT/export_$example.log" | tee "$OUT/export_$example.txt"
   done
