@@ -18,6 +18,8 @@
 #                                    call after it finishes runs the GPU B5 fixture
 #   bash benchmarks/gpu_suite.sh L   the stream-check GPU tests, then level 1 of the one-GPU sweep
 #                                    again (run "h200"; move the old gpu-runs/h200/L1 aside first)
+#   bash benchmarks/gpu_suite.sh EXPORT  export (issue 17): relu/cuda.py and the bias_gelu_scale
+#                                    workdir exported, pip-installed, run under torch.compile
 # H and I need an nvidia-h200-x2 machine and keep their state in gpu-runs/ (resumable: carry
 # it back if the machine was given back between the calls).
 # Needs a KernelBench checkout in .kb/ and, for KernelBench's evaluator, wheels in .whl/
@@ -197,8 +199,15 @@ L)
   python3 benchmarks/sweep_summary.py gpu-runs | grep -A3 "^h200"
   tar czf "$OUT/gpu-runs.tgz" gpu-runs
   ;;
+EXPORT)
+  nvidia-smi -L
+  for example in ${EXPORT_EXAMPLES:-relu bias_gelu_scale}; do
+    timeout 290 python3 benchmarks/export_h200.py --example $example --work /tmp/export-$example \
+      --out "$OUT/export_$example.json" 2>"$OUT/export_$example.log" | tee "$OUT/export_$example.txt"
+  done
+  ;;
 *)
-  echo "usage: $0 A|B|C|D|E|F|G|H|I|J|K|L" >&2
+  echo "usage: $0 A|B|C|D|E|F|G|H|I|J|K|L|EXPORT" >&2
   exit 2
   ;;
 esac

@@ -13,6 +13,7 @@ from cuda_agent.cli.demo_cmd import demo_command
 from cuda_agent.cli.diagnostics import install_diagnostics
 from cuda_agent.cli.eval_cmd import eval_command
 from cuda_agent.cli.examples_cmd import examples_command
+from cuda_agent.cli.export_cmd import export_command
 from cuda_agent.cli.serve_cmd import serve_command
 from cuda_agent.cli.solve_cmd import solve_command
 from cuda_agent.cli.synth_cmd import synth_command
@@ -37,6 +38,7 @@ app.command("eval")(eval_command)
 app.command("solve")(solve_command)
 app.command("demo")(demo_command)
 app.command("examples")(examples_command)
+app.command("export")(export_command)
 app.command("synth")(synth_command)
 app.command("train")(train_command)
 app.command("serve")(serve_command)

@@ -58,6 +58,9 @@ def run_command(
     build_workers: int | None = typer.Option(
         None, help="Builds at once on this machine (default: CPU cores - 1)."
     ),
+    export_best: Path | None = typer.Option(
+        None, "--export-best", help="Then export each problem's best correct solution: one package."
+    ),
 ) -> None:
     """Evaluate every problem of the set; progress shows live pass / faster counts (a bar on a
     terminal; in a log, a line per finished job and a summary every 30 s)."""
@@ -69,9 +72,14 @@ def run_command(
         policy=policy,
         keep_spare_worker=True,
         spare_depth=spare_workers,
+        shapes=export_best is not None and solutions is not None,  # agent mode: after the run
     ).validate()
     if (solutions is None) == (not model):
         raise CudaAgentError("give either --solutions DIR or --model/--base-url (agent mode)")
+    if export_best is not None:
+        from cuda_agent.export import check_target
+
+        check_target(export_best)  # before the run, not after it
     pool = make_pool(chosen, workers, ray, build_workers=build_workers)
     seen: list[AttemptRecord] = list(read_records(out)) if out.exists() else []
     total = len(problem_list) * (attempts if model else 1)
@@ -101,6 +109,10 @@ def run_command(
             run_agent(problem_list, spec, pool, options, out, on_record)
     _print_table([("this run", compute_metrics(chosen_attempts(read_records(out))))])
     out_console.print(f"results: {out / 'results.jsonl'}; report: cuda-agent bench report {out}")
+    if export_best is not None:
+        from cuda_agent.cli.export_cmd import export_run_best
+
+        export_run_best(out, problem_list, options, export_best)
 
 
 def verdict_line(record: AttemptRecord) -> str:

@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
 from cuda_agent.cli.common import (
     err_console,
@@ -45,6 +47,14 @@ def eval_command(
         False, "--refresh-baselines", help="Measure torch.compile again, ignoring the cache."
     ),
     timeout: float = typer.Option(600.0, help="Hard limit in seconds for the candidate."),
+    shapes: bool = typer.Option(
+        False,
+        "--shapes",
+        help="Also verify at other sizes (each size constant halved, doubled, odd).",
+    ),
+    reward_shapes: bool = typer.Option(
+        False, "--reward-shapes", help="A failed size makes the reward -1 (implies --shapes)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print exactly one JSON object."),
     service: bool = typer.Option(
         True, "--service/--no-service", help="Use `cuda-agent serve` when it is running."
@@ -63,6 +73,8 @@ def eval_command(
         profile=profile,
         use_baseline_cache=not refresh_baselines,
         worker_timeout_s=timeout,
+        shapes=shapes,
+        reward_shapes=reward_shapes,
     )
     result = run_eval(problem, solution, backend, size, options, quiet=as_json, service=service)
     if as_json:
@@ -71,8 +83,28 @@ def eval_command(
         render_result(out_console, result)
         if profile:
             render_profile(out_console, result)
+        if "shapes" in result.details:
+            render_shapes(out_console, result)
     if result.error is not None and result.error.stage == "problem":
         raise fail(f"the problem itself failed: {result.error.message}")
+
+
+def render_shapes(console: Console, result: EvalResult) -> None:
+    """One row per size: its sizes, verdict and error (``--shapes``)."""
+    general = {True: "yes", False: "[red]no[/]", None: "not known (no other size ran)"}
+    table = Table(title=f"sizes (generalizes: {general[result.generalizes]})")
+    for column in ("size", "kind", "verdict", "error"):
+        table.add_column(column)
+    colours = {"pass": "green", "fail": "red", "skipped": "yellow"}
+    for entry in result.details["shapes"]:
+        verdict = entry["verdict"]
+        table.add_row(
+            entry["label"],
+            entry["kind"],
+            f"[{colours.get(verdict, 'white')}]{verdict}[/]",
+            entry.get("error") or "",
+        )
+    console.print(table)
 
 
 @one_line_errors

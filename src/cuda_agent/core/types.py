@@ -111,6 +111,7 @@ class EvalResult:
     flags: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     error: StageError | None = None
+    generalizes: bool | None = None  # --shapes: every other size passed (None: not checked)
     details: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

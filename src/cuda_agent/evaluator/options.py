@@ -34,6 +34,8 @@ class EvalOptions:
     spare_depth: int = 1  # started spare workers kept per device (with keep_spare_worker)
     sandbox: bool = True  # run the candidate's process under the strongest isolation here
     allow_unsandboxed: bool = False  # where no isolation is available, run anyway (isolation: none)
+    shapes: bool = False  # verify a correct candidate again at other sizes (evaluator/shapes.py)
+    reward_shapes: bool = False  # a failed shape makes the reward -1 (implies shapes)
     timing: TimingOptions = field(default_factory=TimingOptions)
 
     def validate(self) -> EvalOptions:
@@ -68,4 +70,5 @@ class EvalOptions:
             if value is not None and not value >= 0:
                 raise ConfigError(f"{name} must be >= 0")
         self.timing.enabled = "eager" in self.baselines
+        self.shapes = self.shapes or self.reward_shapes
         return self

@@ -1,5 +1,7 @@
 """The evaluation pipeline: static -> build -> verify + time (worker) -> baselines -> reward.
 
+With ``shapes``, a correct candidate is also verified at other sizes (``shapes.py``).
+
 ``evaluate(problem, solution, options)`` always returns an ``EvalResult``; a candidate's failure
 at any stage is a verdict (``error.stage`` says where), never an exception. Builds run in this
 process (they need no GPU); candidate code runs only in a fresh worker process, on a private
@@ -25,6 +27,7 @@ from cuda_agent.evaluator.build.spec import ExtensionSpec, FlagError
 from cuda_agent.evaluator.ncu import ncu_metrics
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.reward import compute_reward
+from cuda_agent.evaluator.shapes import verify_shapes
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
 from cuda_agent.evaluator.worker_process import (
     SpareWorkers,
@@ -134,6 +137,18 @@ def execute(
             notify("baseline", "torch.compile baseline")
             _add_compile_baseline(result, prepared.problem, opts, scratch / "baseline", env_extra)
             stage_times["baseline"] = round(time.monotonic() - started, 3)
+        if error is None and opts.shapes and result.correct:
+            started = time.monotonic()
+            verify_shapes(
+                prepared.problem,
+                opts,
+                prepared.seed,
+                result,
+                lambda problem, o: execute(prepare(problem, prepared.solution, o), None, env_extra),
+                notify,
+                env_extra,
+            )
+            stage_times["shapes"] = round(time.monotonic() - started, 3)
         return _finish(result, opts, error)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -324,8 +339,9 @@ def _finish(result: EvalResult, opts: EvalOptions, error: StageError | None) -> 
             result.speedup_eager = result.eager_us / result.runtime_us
         if result.compile_us:
             result.speedup_compile = result.compile_us / result.runtime_us
+    rewarded = result.correct and not (opts.reward_shapes and result.generalizes is False)
     result.reward = compute_reward(
-        opts.reward, result.correct, result.speedup_eager, result.speedup_compile, opts.margin
+        opts.reward, rewarded, result.speedup_eager, result.speedup_compile, opts.margin
     )
     return result
 

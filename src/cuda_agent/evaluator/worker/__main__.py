@@ -62,6 +62,10 @@ def main() -> int:
             from cuda_agent.evaluator.worker.synth_check import run_synth_check
 
             result = run_synth_check(request, channel)
+        elif request.mode == "shape_plan":
+            from cuda_agent.evaluator.worker.shape_plan import run_shape_plan
+
+            result = run_shape_plan(request)
         else:
             from cuda_agent.evaluator.worker.profile_run import run_profile_run
 

@@ -12,7 +12,14 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-MODES = ("evaluate", "check_problem", "baseline_compile", "profile_run", "synth_check")
+MODES = (
+    "evaluate",
+    "check_problem",
+    "baseline_compile",
+    "profile_run",
+    "synth_check",
+    "shape_plan",
+)
 
 
 @dataclass
@@ -53,7 +60,7 @@ class WorkerRequest:
     timing: TimingOptions = field(default_factory=TimingOptions)
     result_fd: int = -1
     lock_path: str = ""  # the device's timing lock (set by the pool for shared devices)
-    batch: list[dict[str, Any]] = field(default_factory=list)  # synth_check: problems
+    batch: list[dict[str, Any]] = field(default_factory=list)  # synth_check, shape_plan: sources
     window_ms: list[float] = field(default_factory=list)  # synth_check: eager runtime window
 
     def to_json(self) -> str:
