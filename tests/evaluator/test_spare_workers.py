@@ -25,3 +25,22 @@ def test_spares_are_kept_at_depth_and_never_reused(tmp_path) -> None:
         handle.proc.kill()
         handle.proc.wait()
     assert spares.waiting("cpu", env) == 0
+
+
+def test_only_the_most_recent_environments_keep_spares(tmp_path) -> None:
+    """A long-lived process evaluating under many environments (tests, a service) must not
+    pile up idle workers: the least recently used environment's spares are stopped."""
+    spares = SpareWorkers(tmp_path, max_envs=2)
+    envs = [worker_env({"CA_SPARE_TEST": str(k)}) for k in range(3)]
+    taken = []
+    try:
+        for env in envs:
+            taken.append(spares.take("cpu", env, depth=1))
+        evicted_queue = spares.waiting("cpu", envs[0])
+        assert evicted_queue == 0
+        assert spares.waiting("cpu", envs[1]) == 1 and spares.waiting("cpu", envs[2]) == 1
+    finally:
+        spares.close()
+        for handle in taken:
+            handle.proc.kill()
+            handle.proc.wait()

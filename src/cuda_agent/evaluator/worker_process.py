@@ -22,6 +22,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import weakref
 from collections.abc import Callable
@@ -210,12 +211,17 @@ class SpareWorkers:
 
     ``depth`` spares are kept per environment: one hides the start-up when an evaluation takes
     longer than a worker's start (seconds); a stream of short evaluations (a sweep of
-    reference solutions) needs several, started in a staggered way.
+    reference solutions) needs several, started in a staggered way. At most ``max_envs``
+    environments keep spares (the least recently used one's are stopped): a long-lived
+    process that evaluates under many environments does not pile up idle workers.
+    Thread-safe.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, max_envs: int = 4) -> None:
         self.root = root
-        self._spares: dict[str, list[WorkerHandle]] = {}
+        self.max_envs = max_envs
+        self._spares: dict[str, list[WorkerHandle]] = {}  # insertion order = recency
+        self._lock = threading.Lock()
         atexit.register(self.close)
 
     def take(
@@ -230,19 +236,20 @@ class SpareWorkers:
         start = functools.partial(
             spawn_worker, backend, env, sandboxed=sandboxed, allow_unsandboxed=allow_unsandboxed
         )
-        queue = self._spares.setdefault(key, [])
-        for handle in [h for h in queue if h.proc.poll() is not None]:
-            queue.remove(handle)
-            _discard(handle)
-        for handle in queue:
-            _poll_ready(handle, 0.0)
-        chosen = next((h for h in queue if h.ready), queue[0] if queue else None)
-        if chosen is None:
-            chosen = start(self._folder())
-        else:
-            queue.remove(chosen)
-        while len(queue) < max(1, depth):
-            queue.append(start(self._folder()))
+        with self._lock:
+            queue = self._queue(key)
+            for handle in [h for h in queue if h.proc.poll() is not None]:
+                queue.remove(handle)
+                _discard(handle)
+            for handle in queue:
+                _poll_ready(handle, 0.0)
+            chosen = next((h for h in queue if h.ready), queue[0] if queue else None)
+            if chosen is None:
+                chosen = start(self._folder())
+            else:
+                queue.remove(chosen)
+            while len(queue) < max(1, depth):
+                queue.append(start(self._folder()))
         return chosen
 
     def prime(
@@ -254,39 +261,53 @@ class SpareWorkers:
         allow_unsandboxed: bool = False,
     ) -> None:
         """Start spares for this environment (up to ``depth``) without taking one."""
-        queue = self._spares.setdefault(_env_key(backend, env, sandboxed), [])
-        while len(queue) < max(1, depth):
-            queue.append(
-                spawn_worker(
-                    backend,
-                    env,
-                    self._folder(),
-                    sandboxed=sandboxed,
-                    allow_unsandboxed=allow_unsandboxed,
+        with self._lock:
+            queue = self._queue(_env_key(backend, env, sandboxed))
+            while len(queue) < max(1, depth):
+                queue.append(
+                    spawn_worker(
+                        backend,
+                        env,
+                        self._folder(),
+                        sandboxed=sandboxed,
+                        allow_unsandboxed=allow_unsandboxed,
+                    )
                 )
-            )
 
     def waiting(self, backend: str, env: dict[str, str], sandboxed: bool = False) -> int:
         """How many started spares wait for an evaluation in this environment."""
-        return len(self._spares.get(_env_key(backend, env, sandboxed), []))
+        with self._lock:
+            return len(self._spares.get(_env_key(backend, env, sandboxed), []))
 
     def wait_ready(self, timeout_s: float = 120.0) -> bool:
         """Block until every spare has finished its warm start (True) or the timeout passes."""
         deadline = time.monotonic() + timeout_s
-        for queue in self._spares.values():
-            for handle in queue:
-                while not handle.ready:
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0 or handle.proc.poll() is not None:
-                        return False
-                    _poll_ready(handle, min(remaining, 1.0))
+        with self._lock:
+            handles = [h for queue in self._spares.values() for h in queue]
+        for handle in handles:
+            while not handle.ready:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or handle.proc.poll() is not None:
+                    return False
+                _poll_ready(handle, min(remaining, 1.0))
         return True
 
     def close(self) -> None:
-        for queue in self._spares.values():
-            for handle in queue:
+        with self._lock:
+            for queue in self._spares.values():
+                for handle in queue:
+                    _discard(handle)
+            self._spares.clear()
+
+    def _queue(self, key: str) -> list[WorkerHandle]:
+        """This environment's spares, now the most recently used; evicts the oldest env's."""
+        queue = self._spares.pop(key, [])
+        self._spares[key] = queue
+        while len(self._spares) > max(1, self.max_envs):
+            oldest = next(iter(self._spares))
+            for handle in self._spares.pop(oldest):
                 _discard(handle)
-        self._spares.clear()
+        return queue
 
     def _folder(self) -> Path:
         return self.root / f"worker-{secrets.token_hex(6)}"
