@@ -64,6 +64,7 @@ class DeviceActorImpl:
             "pid": os.getpid(),
             "node": os.uname().nodename,
             "device": os.environ.get("CUDA_VISIBLE_DEVICES", "cpu"),
+            "token": self.watcher.token,  # marks the processes this actor starts
         }
 
     def execute(self, prepared: Any, files: dict[str, bytes]) -> EvalResult:
@@ -171,7 +172,8 @@ class RayPool(EvalPool):
             return sorted(self._busy)
 
     def actor_where(self, index: int) -> dict[str, Any]:
-        """The process id, node and device of actor ``index`` (as it reported at start)."""
+        """Actor ``index``'s process id, node, device and the token that marks the processes it
+        starts (``orphans.marked``), as it reported when it was ready."""
         with self._lock:
             return dict(self._where[index])
 
