@@ -355,17 +355,22 @@ def version_tuple(text: str) -> tuple[int, ...]:
         if digits is None:
             break
         parts.append(int(digits.group()))
+    while parts and parts[-1] == 0:  # 2.0 == 2
+        parts.pop()
     return tuple(parts)
 
 
 def satisfies(version: str, spec: str) -> bool:
-    """``version`` in ``spec`` (``packaging`` when importable, else the plain operators)."""
+    """``version`` in ``spec`` (``packaging`` when importable, else ``plain_satisfies``)."""
     try:
         from packaging.specifiers import SpecifierSet
-
-        return version in SpecifierSet(spec)
     except ImportError:
-        pass
+        return plain_satisfies(version, spec)
+    return version in SpecifierSet(spec)
+
+
+def plain_satisfies(version: str, spec: str) -> bool:
+    """The comparison operators of ``spec`` (``>=1.0,<2``) on release numbers, no packaging."""
     have = version_tuple(version)
     checks = {
         ">=": lambda a, b: a >= b,
@@ -435,6 +440,7 @@ def probe(want_gpu: bool) -> dict[str, Any]:
         "pid": os.getpid(),
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "ray_gpu_ids": [str(g) for g in ray.get_gpu_ids()],
+        "ray_from": str(Path(ray.__file__).parent.parent),
     }
     if want_gpu:
         import torch
