@@ -7,7 +7,8 @@ of what RayPool never imports: Java (``ray/jars``), RLlib, Serve, Data, Tune, Tr
 dashboard's web client, test folders, and the symbol tables of Ray's binaries.
 
   build   (here; needs pip and PyPI) download the wheels for one CPython version on manylinux
-          x86_64, unpack them into one tree, strip it, write the bundle and its manifest
+          x86_64 (kept in ``.raybundle-wheels/``), unpack them into one tree, strip it, write
+          the bundle and its manifest
   unpack  (there; standard library only) the bundle into ``--target`` (put it on PYTHONPATH),
           then ``check``
   check   (there) the dependencies the bundle left to the image are installed, in versions Ray
@@ -43,7 +44,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-DEFAULT_OUT = REPO / ".raybundle"
+DEFAULT_OUT = REPO / ".raybundle"  # bundles only: carry one file of it to the device
+DEFAULT_WHEELS = REPO / ".raybundle-wheels"  # the downloaded wheels, per Python tag
 DEFAULT_LOCK = REPO / "requirements.lock"
 DEFAULT_PRESENT = HERE / "device_image_packages.txt"
 MANIFEST = ".ray-bundle.json"
@@ -275,7 +277,7 @@ def build(args: argparse.Namespace) -> int:
     present = read_present(args.present)
     tag = "cp" + args.python_version.replace(".", "")
     out_dir: Path = args.out
-    wheels = out_dir / f"wheels-{tag}"
+    wheels = args.wheels / tag
     wheels.mkdir(parents=True, exist_ok=True)
     carry, needs_present = resolve(pins, present, args.python_version, wheels)
     wheel_bytes = sum(w.stat().st_size for w in carry.values())
@@ -531,6 +533,7 @@ def main(argv: list[str] | None = None) -> int:
     b = sub.add_parser("build", help="download, strip and pack (here)")
     b.add_argument("--python-version", default="3.12", help="CPython of the device (default 3.12)")
     b.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    b.add_argument("--wheels", type=Path, default=DEFAULT_WHEELS, help="wheel cache folder")
     b.add_argument("--lock", type=Path, default=DEFAULT_LOCK)
     b.add_argument("--present", type=Path, default=DEFAULT_PRESENT, help="packages on the image")
     b.add_argument("--preset", type=int, default=6, help="xz preset (default 6)")
