@@ -4,8 +4,9 @@ Usage: python benchmarks/pool_overhead.py [--backend cpu] [--jobs 12] [--problem
            [--size small] [--solution PATH] [--cpus N] [--json OUT]
 
 One evaluation, repeated: the bundled problem ``--problem`` with an example solution (by default
-``examples/relu/<backend>.py``, built once before anything is timed, so every job finds its
-build cached: what is left is the pool). Short timing (a few rounds), eager baseline, a spare
+``examples/relu/<backend>.py``, built once in another process before anything is timed, so
+every job finds its build cached and this process is as cold as a fresh command: what is left
+is the pool). Short timing (a few rounds), eager baseline, a spare
 worker kept per device, one device slot. For each pool (LocalPool, then RayPool on a local Ray
 started here): the pool's start (RayPool: ``ray.init`` and the actors ready), the first job
 (the device process starts its first worker), ``--jobs`` jobs one after another (latency) and
@@ -23,6 +24,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from concurrent.futures import Future
@@ -120,21 +122,41 @@ def main() -> int:
     parser.add_argument("--solution", type=Path, default=None)
     parser.add_argument("--cpus", type=int, default=None, help="CPUs of the local Ray")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--prebuild-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
     from cuda_agent.cluster.local import LocalPool
     from cuda_agent.cluster.pool import EvalJob
-    from cuda_agent.evaluator.pipeline import prepare
     from cuda_agent.examples import examples_root
     from cuda_agent.problems.sets import resolve_problem
     from cuda_agent.solutions.loader import load_solution
 
-    solution = load_solution(args.solution or examples_root() / args.problem / f"{args.backend}.py")
-    job = EvalJob(resolve_problem(args.problem, args.size), solution, options(args.backend))
-    built = prepare(job.problem, job.solution, job.options)  # the build, before any timing
-    if built.error is not None:
-        print(f"the solution does not build: {built.error.message}", file=sys.stderr)
+    if args.prebuild_only:
+        from cuda_agent.evaluator.pipeline import prepare
+
+        job = EvalJob(
+            resolve_problem(args.problem, args.size),
+            load_solution(args.solution),
+            options(args.backend),
+        )
+        built = prepare(job.problem, job.solution, job.options)
+        if built.error is not None:
+            print(f"the solution does not build: {built.error.message}", file=sys.stderr)
+            return 2
+        return 0
+
+    solution_path = args.solution or examples_root() / args.problem / f"{args.backend}.py"
+    job = EvalJob(
+        resolve_problem(args.problem, args.size),
+        load_solution(solution_path),
+        options(args.backend),
+    )
+    # the build, before any timing, in another process: this one stays as cold as a fresh
+    # command (its first build step imports torch, as a Ray task worker's does)
+    prebuild = [sys.executable, __file__, "--prebuild-only", "--backend", args.backend]
+    prebuild += ["--problem", args.problem, "--size", args.size, "--solution", str(solution_path)]
+    if subprocess.run(prebuild).returncode != 0:
         return 2
 
     rows: dict[str, dict[str, Any]] = {}
@@ -145,6 +167,7 @@ def main() -> int:
         rows["LocalPool"].update(run_pool(local, job, args.jobs))
     finally:
         local.close()
+    print("LocalPool " + json.dumps(rows["LocalPool"]), flush=True)
 
     import ray
 

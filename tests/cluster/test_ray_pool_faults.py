@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from cuda_agent.cluster.pool import EvalJob
+from cuda_agent.examples import examples_root
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.solutions.loader import load_solution
 from tests.helpers import fast_options
@@ -131,3 +132,16 @@ def test_a_killed_actor_is_replaced_and_the_job_retried(pool, how: str, tmp_path
     assert not any(alive(p) for p in victims), "the dead actor's evaluation process lives on"
     again = pool.submit(EvalJob(problem, solution, options)).result(timeout=600)
     assert again.correct and again.details["pool_attempts"] == 1
+
+
+def test_actors_that_cannot_start_are_a_clear_error(pool) -> None:
+    """Two more one-CPU actors on a two-CPU Ray that already holds one: the pool says so."""
+    from cuda_agent.cluster.ray_pool import RayPool
+
+    with pytest.raises(RuntimeError, match="did not start 2 device actor"):
+        RayPool("cpu", workers=2, start_timeout_s=10)
+    job_options = fast_options(policy="off")
+    problem = resolve_problem("relu", "small")
+    solution = load_solution(examples_root() / "relu" / "cpu.py")
+    result = pool.submit(EvalJob(problem, solution, job_options)).result(timeout=600)
+    assert result.correct  # the failed pool's actors are gone: the CPU is free again

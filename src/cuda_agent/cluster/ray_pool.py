@@ -97,6 +97,7 @@ class RayPool(EvalPool):
         retries: int = 1,
         local_cpus: int | None = None,
         worker_slots: int = 1,
+        start_timeout_s: float = 600.0,
     ) -> None:
         import ray
 
@@ -127,9 +128,17 @@ class RayPool(EvalPool):
         self._prepare = ray.remote(num_cpus=1)(prepare_job)
         self._lock = threading.Lock()
         self._actors = [self._new_actor() for _ in range(count)]
-        self._where: list[dict[str, Any]] = ray.get(
-            [a.ready.remote() for a in self._actors], timeout=ACTOR_START_TIMEOUT_S
-        )
+        try:
+            self._where: list[dict[str, Any]] = ray.get(
+                [a.ready.remote() for a in self._actors], timeout=start_timeout_s
+            )
+        except ray.exceptions.GetTimeoutError:
+            for actor in self._actors:
+                ray.kill(actor)
+            raise RuntimeError(
+                f"the Ray cluster did not start {count} device actor(s) "
+                f"({self._actor_options}) within {start_timeout_s:.0f} s"
+            ) from None
         self._free: queue.Queue[int] = queue.Queue()
         self._task_slots: queue.Queue[int] = queue.Queue()
         for index in range(count):
