@@ -49,7 +49,10 @@ ray_env() {  # the Ray bundle unpacked into /tmp/ray-site and put on PYTHONPATH
     echo "no .raybundle/ray-*-cp312.tar.xz: build it (benchmarks/ray_bundle.py) and carry it"
     exit 2
   fi
-  python3 benchmarks/ray_bundle.py unpack "$bundle" --target /tmp/ray-site || exit 1
+  # exit 1: unpacked, but a dependency left to the image is missing or too old (printed);
+  # go on: the smoke test says whether Ray minds
+  python3 benchmarks/ray_bundle.py unpack "$bundle" --target /tmp/ray-site
+  [ $? -le 1 ] || exit 1
   # Ray's memory monitor kills workers past 95% of what it reads as the host's memory; here
   # memory starts small and grows as used, and LocalPool has no such killer: leave it off.
   export PYTHONPATH="/tmp/ray-site:$PYTHONPATH" RAY_USAGE_STATS_ENABLED=0 \
