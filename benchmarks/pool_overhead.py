@@ -6,8 +6,8 @@ Usage: python benchmarks/pool_overhead.py [--backend cpu] [--jobs 12] [--problem
 One evaluation, repeated: the bundled problem ``--problem`` with an example solution (by default
 ``examples/relu/<backend>.py``, built once in another process before anything is timed, so
 every job finds its build cached and this process is as cold as a fresh command: what is left
-is the pool). Short timing (a few rounds), eager baseline, a spare
-worker kept per device, one device slot. For each pool (LocalPool, then RayPool on a local Ray
+is the pool). Short timing (a few rounds), eager baseline, a spare worker kept per device,
+one device in each pool (a CPU slot, or GPU 0 / one actor's GPU). For each pool (LocalPool, then RayPool on a local Ray
 started here): the pool's start (RayPool: ``ray.init`` and the actors ready), the first job
 (the device process starts its first worker), ``--jobs`` jobs one after another (latency) and
 ``--jobs`` jobs at once (throughput); the overhead is a job's wall time less the time its
@@ -161,7 +161,9 @@ def main() -> int:
 
     rows: dict[str, dict[str, Any]] = {}
     started = time.monotonic()
-    local = LocalPool(args.backend)
+    local = LocalPool(
+        args.backend, devices=["0"] if args.backend == "cuda" else None
+    )  # one, as Ray
     rows["LocalPool"] = {"start_s": time.monotonic() - started}
     try:
         rows["LocalPool"].update(run_pool(local, job, args.jobs))
