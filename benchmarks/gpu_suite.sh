@@ -20,6 +20,16 @@
 #                                    again (run "h200"; move the old gpu-runs/h200/L1 aside first)
 #   bash benchmarks/gpu_suite.sh EXPORT  export (issue 17): relu/cuda.py and the bias_gelu_scale
 #                                    workdir exported, pip-installed, run under torch.compile
+#   bash benchmarks/gpu_suite.sh M   RayPool (issue 18): the Ray bundle unpacked and smoke-tested
+#                                    (ray.init, a task, a GPU actor per GPU), then levels 1-2 on
+#                                    both GPUs through `bench run --ray local` (run "ray2"),
+#                                    resumable: repeat M (carrying gpu-runs) until it is done
+#   bash benchmarks/gpu_suite.sh N   RayPool: the fault drill (a GPU actor killed mid-run, level 1)
+#                                    and `synth --ray local` over $SYNTH_N (300) candidates
+#   bash benchmarks/gpu_suite.sh O   LocalPool beside M, same code: levels 1-2 on both GPUs (run
+#                                    "local2", resumable), then benchmarks/pool_overhead.py
+# M, N and O need the Ray bundle: `python3 benchmarks/ray_bundle.py build` here, then carry
+# .raybundle/ray-2.60.0-cp312.tar.xz (22 MiB; O only for pool_overhead.py).
 # H and I need an nvidia-h200-x2 machine and keep their state in gpu-runs/ (resumable: carry
 # it back if the machine was given back between the calls).
 # Needs a KernelBench checkout in .kb/ and, for KernelBench's evaluator, wheels in .whl/
@@ -34,6 +44,26 @@ kb_env() {
     >/dev/null 2>&1
   export PYTHONPATH="/tmp/site:$PYTHONPATH"
 }
+ray_env() {  # the Ray bundle unpacked into /tmp/ray-site and put on PYTHONPATH
+  local bundle
+  bundle=$(ls .raybundle/ray-*-cp312.tar.xz 2>/dev/null | tail -1)
+  if [ -z "$bundle" ]; then
+    echo "no .raybundle/ray-*-cp312.tar.xz: build it (benchmarks/ray_bundle.py) and carry it"
+    exit 2
+  fi
+  # exit 1: unpacked, but a dependency left to the image is missing or too old (printed);
+  # go on: the smoke test says whether Ray minds
+  python3 benchmarks/ray_bundle.py unpack "$bundle" --target /tmp/ray-site
+  [ $? -le 1 ] || exit 1
+  # Ray's memory monitor kills workers past 95% of what it reads as the host's memory; here
+  # memory starts small and grows as used, and LocalPool has no such killer: leave it off.
+  export PYTHONPATH="/tmp/ray-site:$PYTHONPATH" RAY_USAGE_STATS_ENABLED=0 \
+    RAY_memory_monitor_refresh_ms=0
+}
+ray_logs() {  # Ray's own logs of the last session, for when something went wrong
+  tar czf "$OUT/ray-logs.tgz" -C /tmp/ray/session_latest logs 2>/dev/null
+}
+quiet() { grep -v -E '^[0-9-]+ [0-9:,]+\s+(INFO|WARNING) |^\s*$'; }
 case "${1:-}" in
 A)
   nvidia-smi -L
@@ -206,8 +236,63 @@ EXPORT)
       --out "$OUT/export_$example.json" 2>"$OUT/export_$example.log" | tee "$OUT/export_$example.txt"
   done
   ;;
+M)
+  nvidia-smi -L
+  ray_env
+  mkdir -p gpu-runs
+  if [ ! -f gpu-runs/.ray_smoke_ok ]; then
+    timeout 180 python3 benchmarks/ray_bundle.py smoke --gpus 2 >"$OUT/ray_smoke.txt" 2>&1
+    quiet <"$OUT/ray_smoke.txt" | tail -12
+    grep -q "^smoke ok" "$OUT/ray_smoke.txt" || { ray_logs; exit 1; }
+    touch gpu-runs/.ray_smoke_ok
+  fi
+  python3 -m cuda_agent bench references --problems .kb --levels 1,2 --out /tmp/refs
+  SWEEP_DEADLINE=$(($(date +%s) + ${M_SECONDS:-500}))
+  for level in 1 2; do
+    SWEEP_EXTRA="--ray local" bash benchmarks/sweep.sh ray2 $level "$SWEEP_DEADLINE"
+  done
+  python3 benchmarks/sweep_summary.py gpu-runs | grep -A3 -E "^(ray2|local2|two)/|LocalPool"
+  grep -h -E "actor .* died|pool failed" gpu-runs/ray2-L*.log | tail -5
+  ray_logs
+  tar czf "$OUT/gpu-runs.tgz" gpu-runs
+  ;;
+N)
+  nvidia-smi -L
+  ray_env
+  python3 -m cuda_agent bench references --problems .kb --levels 1 --out /tmp/refs
+  timeout "${FAULT_TIMEOUT:-180}" python3 benchmarks/ray_fault.py --problems .kb --levels 1 \
+    --solutions /tmp/refs --backend cuda --limit "${FAULT_LIMIT:-30}" \
+    --kill-after "${FAULT_AFTER:-25}" --how signal --out "$OUT/fault" >"$OUT/fault.txt" 2>&1
+  echo "fault drill exit $?"
+  quiet <"$OUT/fault.txt" | grep -v -E "^\s|^The actor|^\(raylet\)" | tail -12
+  tar czf "$OUT/fault.tgz" -C "$OUT" fault && rm -rf "$OUT/fault"
+  synth_start=$(date +%s)
+  timeout "${SYNTH_TIMEOUT:-240}" python3 -m cuda_agent synth --n "${SYNTH_N:-300}" \
+    --backend cuda --decontaminate-against .kb --worker-slots "${SYNTH_SLOTS:-6}" \
+    --batch-size 16 --ray local --out "$OUT/synth" >"$OUT/synth.log" 2>&1
+  echo "synth exit $? after $(($(date +%s) - synth_start)) s (SYNTH_N=${SYNTH_N:-300})"
+  python3 -m cuda_agent synth --out "$OUT/synth" --export-only 2>&1 | tail -25
+  tar czf "$OUT/synth.tgz" -C "$OUT" synth && rm -rf "$OUT/synth"
+  ray_logs
+  ;;
+O)
+  nvidia-smi -L
+  mkdir -p gpu-runs
+  python3 -m cuda_agent bench references --problems .kb --levels 1,2 --out /tmp/refs
+  SWEEP_DEADLINE=$(($(date +%s) + ${O_SECONDS:-500}))
+  for level in 1 2; do bash benchmarks/sweep.sh local2 $level "$SWEEP_DEADLINE"; done
+  python3 benchmarks/sweep_summary.py gpu-runs | grep -A3 -E "^(ray2|local2|two)/|LocalPool"
+  tar czf "$OUT/gpu-runs.tgz" gpu-runs
+  left=$((SWEEP_DEADLINE + 40 - $(date +%s)))
+  if [ -f gpu-runs/local2/L2/.done ] && [ "$left" -gt 90 ] && ls .raybundle/*cp312* >/dev/null 2>&1; then
+    ray_env
+    timeout "$left" python3 benchmarks/pool_overhead.py --backend cuda --jobs 8 \
+      --json "$OUT/pool_overhead.json" >"$OUT/pool_overhead.txt" 2>&1
+    quiet <"$OUT/pool_overhead.txt" | tail -16
+  fi
+  ;;
 *)
-  echo "usage: $0 A|B|C|D|E|F|G|H|I|J|K|L|EXPORT" >&2
+  echo "usage: $0 A|B|C|D|E|F|G|H|I|J|K|L|M|N|O|EXPORT" >&2
   exit 2
   ;;
 esac

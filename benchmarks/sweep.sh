@@ -5,7 +5,8 @@
 # modes never share baselines or builds. Results go to gpu-runs/MODE/L<LEVEL> (bench run's
 # results.jsonl, appended as problems finish; a rerun skips what is done); every segment's
 # start, end and exit status is appended to gpu-runs/times.jsonl. Needs /tmp/refs (bench
-# references) and a KernelBench checkout in .kb/.
+# references) and a KernelBench checkout in .kb/. SWEEP_EXTRA adds options to `bench run`
+# (e.g. "--ray local" for the RayPool runs of gpu_suite.sh M).
 set -u
 mode=$1 level=$2 deadline=$3
 run="gpu-runs/$mode/L$level"
@@ -16,7 +17,7 @@ left=$((deadline - $(date +%s)))
 start=$(date +%s.%N)
 CUDA_AGENT_CACHE="/tmp/ca-cache-$mode" timeout "$left" python3 -m cuda_agent bench run \
   --problems .kb --levels "$level" --solutions /tmp/refs --backend cuda --baselines eager \
-  --policy off --out "$run" >>"gpu-runs/$mode-L$level.log" 2>&1
+  --policy off --out "$run" ${SWEEP_EXTRA:-} >>"gpu-runs/$mode-L$level.log" 2>&1
 status=$?
 end=$(date +%s.%N)
 [ "$status" -eq 0 ] && touch "$run/.done"

@@ -6,8 +6,9 @@ Per run (mode and level): problems done, correct, wall seconds (the sum of the s
 times.jsonl), throughput, the spread of self-speed-ups (|1 - speed-up|) and the jobs per GPU;
 then where each run's worker time went (phases summed over problems, and how many timings
 stopped at the time cap); then the one-GPU against two-GPU wall-time ratio over the levels
-both finished; then, when gpu-runs/kb_self.json exists, KernelBench's evaluator beside ours on
-the same problems.
+both finished, and RayPool ("ray2", gpu_suite.sh M) against LocalPool on two GPUs ("local2" of
+part O, or "two"); then, when gpu-runs/kb_self.json exists, KernelBench's evaluator beside ours
+on the same problems.
 """
 
 from __future__ import annotations
@@ -75,7 +76,12 @@ def main() -> None:
             f"{mode}/L{level:<4} {len(rows):>5} {len(ok):>5} {seconds:>8.1f} {rate:>8.1f}  "
             f"{spread(speedups)}  gpus {dict(devices)}{'' if finished[(mode, level)] else ' (cut)'}"
         )
-        print(f"    {phases(rows)}")
+        retried = [
+            r["problem_id"]
+            for r in rows
+            if (r["result"].get("details") or {}).get("pool_attempts", 1) > 1
+        ]
+        print(f"    {phases(rows)}" + (f"; retried by the pool: {retried}" if retried else ""))
         for r in rows:
             if not r["result"].get("correct"):
                 error = str((r["result"].get("error") or {}).get("message", ""))[:160]
@@ -85,6 +91,17 @@ def main() -> None:
         one = sum(wall[("one", lv)] for lv in both)
         two = sum(wall[("two", lv)] for lv in both)
         print(f"levels {both}: one GPU {one:.1f} s, two GPUs {two:.1f} s, ratio {two / one:.3f}")
+    for local in ("local2", "two"):
+        levels = [
+            lv for lv in (1, 2, 3) if finished.get((local, lv)) and finished.get(("ray2", lv))
+        ]
+        if levels:
+            base = sum(wall[(local, lv)] for lv in levels)
+            ray = sum(wall[("ray2", lv)] for lv in levels)
+            print(
+                f"levels {levels}: LocalPool ({local}) {base:.1f} s, RayPool (ray2) {ray:.1f} s, "
+                f"ratio {ray / base:.3f}"
+            )
     peer = root / "kb_self.json"
     if peer.exists():
         print("\nKernelBench's evaluator beside ours (self-speed-ups; ours from the one-GPU sweep)")
