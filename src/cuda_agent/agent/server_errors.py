@@ -57,9 +57,9 @@ SGLANG_TOOLS_FIX = "start SGLang with --tool-call-parser qwen25 (or your model f
 LLAMA_CPP_TOOLS_FIX = "start llama-server with --jinja (and a chat template that has tools)"
 OLLAMA_TOOLS_FIX = "use an Ollama model with tool support (ollama.com/search?c=tools)"
 GENERIC_TOOLS_FIX = (
-    f"enable the server's tool-call parser: vLLM: {VLLM_TOOLS_FIX.removeprefix('start vLLM ')}; "
-    "SGLang: --tool-call-parser qwen25; llama-server: --jinja; or keep --tool-format auto "
-    "(tool calls as text)"
+    "enable the server's tool-call parser (vLLM: --enable-auto-tool-choice --tool-call-parser "
+    "hermes; SGLang: --tool-call-parser qwen25; llama-server: --jinja), or keep "
+    "--tool-format auto (tool calls as text)"
 )
 
 _NUMBER = r"(\d[\d,]*)"
