@@ -33,8 +33,9 @@ def saw_tool_result(body: dict[str, Any]) -> bool:
 
 
 def tool_prompt_in_system(body: dict[str, Any]) -> bool:
+    """The system message describes tools (the client's text-protocol prompt)."""
     messages = body.get("messages", [])
-    return bool(messages) and "read_file" in str(messages[0].get("content") or "")
+    return bool(messages) and "# Tools" in str(messages[0].get("content") or "")
 
 
 def native_call(call_id: str) -> dict[str, Any]:
