@@ -23,7 +23,7 @@ from cuda_agent.agent.tools.base import ToolContext
 from cuda_agent.agent.tools.registry import default_tools
 from cuda_agent.agent.trajectory import Trajectory, load_messages, read_events
 from tests.agent import provider_fixtures as fx
-from tests.agent.provider_server import Provider, ProviderServer
+from tests.agent.provider_server import Provider, ProviderServer, completion
 
 
 def play(
@@ -232,3 +232,25 @@ def test_a_context_error_reaches_the_caller_as_context_overflow() -> None:
         with pytest.raises(ContextOverflow) as caught:
             model.complete([{"role": "user", "content": "hi"}], [], 16)
     assert (caught.value.limit, caught.value.prompt) == (8192, 9412)
+
+
+def test_a_text_call_slipping_past_a_working_parser_is_read_without_switching(
+    tmp_path: Path,
+) -> None:
+    """vLLM's parser leaves a call it cannot parse in ``content``: read it, stay native."""
+
+    def respond(body: dict[str, Any], index: int) -> tuple[int, dict[str, Any]]:
+        results = sum(1 for m in body["messages"] if m["role"] == "tool")
+        if results == 0:
+            message = {"content": None, "tool_calls": [fx.native_call("chatcmpl-tool-1")]}
+            return 200, completion(message, "tool_calls")
+        if results == 1:
+            return 200, completion({"content": fx.HERMES_CALL}, "stop")
+        return 200, completion({"content": fx.FINAL})
+
+    result, events, server = play(tmp_path, Provider("vllm", "", respond))
+    assert (result.exit_reason, result.turns) == ("submitted", 3)
+    assert len([e for e in events if e["kind"] == "tool_result"]) == 2
+    assert all(body.get("tools") for body in server.requests)  # still native
+    notes = [e["note"] for e in events if e["kind"] == "model_note"]
+    assert notes == ["a reply carried its tool calls as text (hermes form); read them"]

@@ -129,6 +129,7 @@ class OpenAIChatModel:
         self.protocol = "native" if tool_format in ("auto", "native") else tool_format
         self.token_param = "max_tokens"
         self.reasoning_key: str | None = None  # the field this server returns reasoning in
+        self.native_seen = False  # the server has returned tool_calls itself
         self._notes: list[str] = []
 
     def complete(
@@ -225,6 +226,7 @@ class OpenAIChatModel:
         if "</think>" in text or text.lstrip().startswith("<think>"):
             reasoning, turn.content = tool_text.split_reasoning(text)
             turn.reasoning = turn.reasoning or reasoning
+        self.native_seen = self.native_seen or bool(turn.tool_calls)
         if tools and not turn.tool_calls and turn.content:
             self._text_calls(turn, {t["function"]["name"] for t in tools if "function" in t})
         turn.tool_format = self.protocol
@@ -233,7 +235,9 @@ class OpenAIChatModel:
 
     def _text_calls(self, turn: AssistantTurn, names: set[str]) -> None:
         """Calls written in the reply's text, in the protocol in use (or, for ``auto``, the
-        first one found: hermes blocks, else a JSON reply naming our tools)."""
+        first one found: hermes blocks, else a JSON reply naming our tools). ``auto`` goes on
+        in that form, unless the server has returned native calls before (its parser works;
+        this reply slipped past it)."""
         if self.tool_format == "native":
             return
         formats = [self.protocol] if self.tool_format != "auto" else list(tool_text.FORMATS)
@@ -247,7 +251,9 @@ class OpenAIChatModel:
             turn.content, turn.tool_calls = content, calls
             if turn.finish_reason == "stop":
                 turn.finish_reason = "tool_calls"
-            if self.protocol != fmt:
+            if self.protocol != fmt and self.native_seen:
+                self._note(f"a reply carried its tool calls as text ({fmt} form); read them")
+            elif self.protocol != fmt:
                 was, self.protocol = self.protocol, fmt
                 fix = server_errors.GENERIC_TOOLS_FIX if was == "native" else ""
                 self._note(
