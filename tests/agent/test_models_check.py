@@ -99,3 +99,12 @@ def test_an_unreachable_endpoint_fails_fast_through_the_real_entry_point() -> No
     assert result.returncode == 2, result.stderr
     assert f"cannot reach http://127.0.0.1:{port}/v1" in result.stdout
     assert "the base URL usually ends in /v1" in result.stdout
+
+
+@pytest.mark.parametrize("command", ["solve relu", "bench run"])
+def test_an_unknown_tool_format_is_one_line_and_exit_2(command: str, tmp_path: Any) -> None:
+    args = [*command.split(), "--model", "m", "--base-url", "http://127.0.0.1:9/v1"]
+    args += ["--tool-format", "xml", "--backend", "cpu", "--out", str(tmp_path / "run")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2
+    assert "--tool-format 'xml': choose from auto, native, hermes, json" in result.output
