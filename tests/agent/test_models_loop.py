@@ -35,10 +35,11 @@ def test_openai_client_gives_up_after_its_retries() -> None:
 
 
 def test_stdlib_transport_speaks_the_same_protocol() -> None:
-    with ReplayServer([{"content": "plain"}]) as server:
-        model = OpenAIChatModel("m", server.base_url, "key")
-        data = model._post_stdlib({"model": "m", "messages": [], "tools": []})
-    assert data["choices"][0]["message"]["content"] == "plain"
+    with ReplayServer([{"content": "looking", "tool_calls": [READ]}]) as server:
+        model = OpenAIChatModel("m", server.base_url, "key", transport="stdlib")
+        turn = model.complete([{"role": "user", "content": "hi"}], default_tools().schemas(), 64)
+    assert turn.content == "looking" and turn.tool_calls[0].name == "read_file"
+    assert server.requests[0]["max_tokens"] == 64
 
 
 def run(tmp_path: Path, turns: list[dict[str, Any]], **limits: Any):

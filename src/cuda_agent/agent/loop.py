@@ -2,10 +2,15 @@
 
 Every exit is explicit and recorded (``EXIT_REASONS``): the model replied without a tool call
 (``submitted``), the turn limit, the context-token budget, the wall-clock limit, too many
-malformed tool calls in a row, or a model that could not answer. Tokens are counted from the
-server's usage reports (prompt + completion = the context in use), or estimated without them;
-the loop stops before a request would exceed the budget. Tool output is truncated (errors
-first, then head and tail) before it goes back to the model.
+malformed tool calls in a row, a model that could not answer, a server whose context window
+was exceeded even after trimming (``context_overflow``), or a refusal (``refused``). Tokens
+are counted from the server's usage reports (prompt + completion = the context in use), or
+estimated without them; the loop stops before a request would exceed the budget. When the
+server answers with a context-length error, the oldest tool outputs are trimmed
+(``context_trim``) and the turn is asked once more. Tool output is truncated (errors first,
+then head and tail) before it goes back to the model. What the client adapted to (``notes``
+of a turn) is recorded as ``model_note`` events; each assistant message carries the reasoning
+the server returned (``reasoning_content``) and the tool-call form used (``tool_format``).
 """
 
 from __future__ import annotations
@@ -14,7 +19,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from cuda_agent.agent.models import ChatModel, ModelError, estimate_tokens
+from cuda_agent.agent.context_trim import trim_tool_outputs
+from cuda_agent.agent.models import (
+    AssistantTurn,
+    ChatModel,
+    ContextOverflow,
+    ModelError,
+    estimate_tokens,
+)
 from cuda_agent.agent.tools.base import ToolContext, ToolRegistry
 from cuda_agent.agent.trajectory import Trajectory
 from cuda_agent.agent.truncate import truncate_output
@@ -26,6 +38,8 @@ EXIT_REASONS = (
     "wall_clock",
     "format_errors",
     "model_error",
+    "context_overflow",
+    "refused",
 )
 CUT_OFF_NUDGE = (
     "Your reply was cut off by the output limit before it finished. Continue, "
@@ -87,13 +101,21 @@ def run_loop(
         if context_tokens + limits.max_output_tokens > limits.context_tokens:
             return finish("token_budget", f"{context_tokens} tokens in context")
         try:
-            reply = model.complete(messages, schemas, limits.max_output_tokens)
-        except ModelError as err:
-            return finish("model_error", str(err))
+            reply = _ask(model, messages, schemas, limits, trajectory)
+        except _Exit as stop:
+            return finish(stop.reason, stop.detail)
         turns += 1
         message = reply.as_message()
         messages.append(message)
-        trajectory.event("message", message=message, turn=turns, finish_reason=reply.finish_reason)
+        for note in reply.notes:
+            trajectory.event("model_note", note=note, turn=turns)
+        trajectory.event(
+            "message",
+            message=message,
+            turn=turns,
+            finish_reason=reply.finish_reason,
+            tool_format=reply.tool_format,
+        )
         if reply.usage is not None:
             context_tokens = reply.usage.total
             completion_total += reply.usage.completion_tokens
@@ -107,6 +129,8 @@ def run_loop(
             context_tokens = estimate_tokens(messages)
         if context_tokens > limits.context_tokens:
             return finish("token_budget", f"{context_tokens} tokens in context")
+        if reply.refusal and not reply.tool_calls:
+            return finish("refused", reply.refusal[:500])
         if not reply.tool_calls:
             if reply.finish_reason == "length":
                 format_errors += 1
@@ -141,3 +165,45 @@ def _append(
 ) -> None:
     messages.append(message)
     trajectory.event("message", message=message)
+
+
+class _Exit(Exception):
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason, self.detail = reason, detail
+
+
+def _ask(
+    model: ChatModel,
+    messages: list[dict[str, Any]],
+    schemas: list[dict[str, Any]],
+    limits: AgentLimits,
+    trajectory: Trajectory,
+) -> AssistantTurn:
+    """One reply; on a context-length error the oldest tool outputs are trimmed and the turn
+    is asked once more. ``_Exit`` when there is no reply."""
+    try:
+        return model.complete(messages, schemas, limits.max_output_tokens)
+    except ContextOverflow as overflow:
+        trim = trim_tool_outputs(messages, overflow, limits.max_output_tokens)
+        trajectory.event(
+            "context_trim",
+            outputs=trim.outputs,
+            chars=trim.chars,
+            target_tokens=trim.target_tokens,
+            server=overflow.counts(),
+        )
+        if not trim.outputs:
+            detail = f"{overflow.counts()}; no tool output to trim"
+            raise _Exit("context_overflow", detail) from None
+        try:
+            return model.complete(messages, schemas, limits.max_output_tokens)
+        except ContextOverflow as again:
+            raise _Exit(
+                "context_overflow",
+                f"{again.counts()} after trimming {trim.outputs} tool output(s)",
+            ) from None
+        except ModelError as err:
+            raise _Exit("model_error", str(err)) from None
+    except ModelError as err:
+        raise _Exit("model_error", str(err)) from None

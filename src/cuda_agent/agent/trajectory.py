@@ -3,7 +3,7 @@
 Each line is one JSON object with ``kind`` (start, message, tool_result, usage, evaluation,
 exit, error) and a timestamp. Lines are flushed and synced at once, so a crash loses nothing;
 ``load_messages`` rebuilds the chat transcript so an interrupted run can resume, and
-``assistant_turns`` extracts the model's turns so a run can be replayed.
+``assistant_turns`` extracts the model's turns (with their reasoning) so a run can be replayed.
 """
 
 from __future__ import annotations
@@ -61,9 +61,12 @@ def assistant_turns(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         message = event.get("message") or {}
         if event.get("kind") != "message" or message.get("role") != "assistant":
             continue
+        turn: dict[str, Any] = {"content": message.get("content")}
+        if message.get("reasoning_content"):
+            turn["reasoning_content"] = message["reasoning_content"]
         turns.append(
             {
-                "content": message.get("content"),
+                **turn,
                 "tool_calls": [
                     {
                         "id": c["id"],

@@ -8,7 +8,7 @@ import sys
 import typer
 
 from cuda_agent import __version__
-from cuda_agent.cli import bench_cmd, problems_cmd, tool_cmd, workspace_cmd
+from cuda_agent.cli import bench_cmd, models_cmd, problems_cmd, tool_cmd, workspace_cmd
 from cuda_agent.cli.demo_cmd import demo_command
 from cuda_agent.cli.diagnostics import install_diagnostics
 from cuda_agent.cli.eval_cmd import eval_command
@@ -34,6 +34,7 @@ app.add_typer(problems_cmd.app, name="problems")
 app.add_typer(workspace_cmd.app, name="workspace")
 app.add_typer(tool_cmd.app, name="tool")
 app.add_typer(bench_cmd.app, name="bench")
+app.add_typer(models_cmd.app, name="models")
 app.command("eval")(eval_command)
 app.command("solve")(solve_command)
 app.command("demo")(demo_command)

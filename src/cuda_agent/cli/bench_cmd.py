@@ -26,6 +26,7 @@ from cuda_agent.cli.common import (
 )
 from cuda_agent.cli.pools import make_pool
 from cuda_agent.cli.progress_log import Reporter
+from cuda_agent.cli.solve_cmd import check_tool_format
 from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.problems.sets import load_problem_set
@@ -46,6 +47,9 @@ def run_command(
     attempts: int = typer.Option(1, help="Agent mode: attempts per problem."),
     parallel: int = typer.Option(1, help="Agent mode: episodes at once."),
     max_turns: int = typer.Option(200, help="Agent mode: turn limit per episode."),
+    tool_format: str = typer.Option("auto", help="Agent mode: auto, native, hermes or json."),
+    max_output_tokens: int = typer.Option(16384, help="Agent mode: output cap per turn."),
+    context_tokens: int = typer.Option(131072, help="Agent mode: context-token budget."),
     backend: str = typer.Option("auto", help="cpu, cuda, or auto."),
     size: str = typer.Option("auto", help="small, standard, or auto (small on cpu)."),
     baselines: str = typer.Option("eager,compile", help="eager,compile | eager"),
@@ -76,6 +80,7 @@ def run_command(
     ).validate()
     if (solutions is None) == (not model):
         raise CudaAgentError("give either --solutions DIR or --model/--base-url (agent mode)")
+    check_tool_format(tool_format)
     if export_best is not None:
         from cuda_agent.export import check_target
 
@@ -101,11 +106,13 @@ def run_command(
 
             key = os.environ.get(api_key_env, "")
             spec = AgentSpec(
-                make_model=lambda: OpenAIChatModel(model, base_url, key),
+                make_model=lambda: OpenAIChatModel(model, base_url, key, tool_format=tool_format),
                 attempts=attempts,
                 parallel=parallel,
             )
             spec.limits.max_turns = max_turns
+            spec.limits.max_output_tokens = max_output_tokens
+            spec.limits.context_tokens = context_tokens
             run_agent(problem_list, spec, pool, options, out, on_record)
     _print_table([("this run", compute_metrics(chosen_attempts(read_records(out))))])
     out_console.print(f"results: {out / 'results.jsonl'}; report: cuda-agent bench report {out}")

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from cuda_agent.agent.loop import AgentLimits
-from cuda_agent.agent.models import ChatModel, OpenAIChatModel, ScriptedModel
+from cuda_agent.agent.models import TOOL_FORMATS, ChatModel, OpenAIChatModel, ScriptedModel
 from cuda_agent.agent.replays import load_script
 from cuda_agent.cli.common import (
     err_console,
@@ -32,6 +32,10 @@ def solve_command(
     model: str = typer.Option("", help="Model name at the endpoint."),
     base_url: str = typer.Option("", help="OpenAI-compatible base URL, e.g. http://host:8000/v1"),
     api_key_env: str = typer.Option("OPENAI_API_KEY", help="Variable holding the API key."),
+    tool_format: str = typer.Option(
+        "auto", help="auto, native, hermes or json: how tool calls travel (docs/agent.md)."
+    ),
+    stream: bool = typer.Option(False, "--stream", help="Stream replies (server-sent events)."),
     replay: Path | None = typer.Option(None, help="Replay turns from a script or trajectory."),
     backend: str = typer.Option("auto", help="cpu, cuda, or auto."),
     size: str = typer.Option("auto", help="small, standard, or auto (small on cpu)."),
@@ -45,7 +49,7 @@ def solve_command(
     """Run the agent on PROBLEM in a fresh workspace; the harness scores the result."""
     chosen = resolve_backend(backend)
     prob = resolve_problem(problem, resolve_size(size, chosen))
-    chat = make_model(model, base_url, api_key_env, replay)
+    chat = make_model(model, base_url, api_key_env, replay, tool_format, stream)
     if out.exists() and any(out.iterdir()) and not resume:
         raise CudaAgentError(f"{out}: folder exists and is not empty (use --resume or another)")
     limits = AgentLimits(
@@ -68,7 +72,15 @@ def solve_command(
         render_episode(out_console, out / "trajectory.jsonl", episode)
 
 
-def make_model(model: str, base_url: str, api_key_env: str, replay: Path | None) -> ChatModel:
+def make_model(
+    model: str,
+    base_url: str,
+    api_key_env: str,
+    replay: Path | None,
+    tool_format: str = "auto",
+    stream: bool = False,
+) -> ChatModel:
+    check_tool_format(tool_format)
     if replay is not None:
         if not replay.exists():
             raise CudaAgentError(f"{replay}: no such replay file")
@@ -77,4 +89,13 @@ def make_model(model: str, base_url: str, api_key_env: str, replay: Path | None)
         raise CudaAgentError(
             "give --model and --base-url (an OpenAI-compatible endpoint), or --replay FILE"
         )
-    return OpenAIChatModel(model, base_url, os.environ.get(api_key_env, ""))
+    key = os.environ.get(api_key_env, "")
+    return OpenAIChatModel(model, base_url, key, tool_format=tool_format, stream=stream)
+
+
+def check_tool_format(tool_format: str) -> str:
+    if tool_format not in TOOL_FORMATS:
+        raise CudaAgentError(
+            f"--tool-format {tool_format!r}: choose from {', '.join(TOOL_FORMATS)}"
+        )
+    return tool_format

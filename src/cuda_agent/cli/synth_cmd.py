@@ -46,6 +46,7 @@ def synth_command(
     model: str = typer.Option("", help="llm composer: model name at the endpoint."),
     base_url: str = typer.Option("", help="llm composer: OpenAI-compatible base URL."),
     api_key_env: str = typer.Option("OPENAI_API_KEY", help="Variable holding the API key."),
+    max_output_tokens: int = typer.Option(4096, help="llm composer: output cap per reply."),
     export_only: bool = typer.Option(False, help="Only export the run folder again."),
 ) -> None:
     """Compose candidates, filter them on the evaluation pool, export the dataset."""
@@ -65,7 +66,10 @@ def synth_command(
             transformers_share=transformers_share,
         )
         _validate(config)
-        make_composer = _composer(config, base_url, os.environ.get(api_key_env, ""))
+        if max_output_tokens < 1:
+            raise CudaAgentError("--max-output-tokens must be at least 1")
+        key = os.environ.get(api_key_env, "")
+        make_composer = _composer(config, base_url, key, max_output_tokens)
         filters = StaticFilters(threshold=threshold)
         if decontaminate_against:
             err_console.print(f"reading the benchmark set {decontaminate_against} ...")
@@ -119,7 +123,7 @@ def _validate(config: SynthConfig) -> None:
         raise CudaAgentError("--transformers-share must be in [0, 1]")
 
 
-def _composer(config: SynthConfig, base_url: str, api_key: str) -> Composer:
+def _composer(config: SynthConfig, base_url: str, api_key: str, max_tokens: int = 4096) -> Composer:
     scale = ScaleProfile.named("gpu" if config.backend == "cuda" else "cpu")
     if config.composer == "programmatic":
         return functools.partial(
@@ -136,6 +140,7 @@ def _composer(config: SynthConfig, base_url: str, api_key: str) -> Composer:
         backend=config.backend,
         runtime_ms=config.window(),
         max_ops=config.max_ops,
+        max_tokens=max_tokens,
     )
     return llm.compose
 

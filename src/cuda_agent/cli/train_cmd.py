@@ -11,6 +11,7 @@ import typer
 
 from cuda_agent.cli.common import err_console, one_line_errors, out_console, print_json
 from cuda_agent.core.errors import CudaAgentError
+from cuda_agent.rl.model_path import resolve_config_models
 from cuda_agent.rl.recipe import STAGES, Plan, load_config, plan
 from cuda_agent.rl.verl_compat import VERL_VERSION
 
@@ -23,7 +24,9 @@ def train_command(
     stage: str = typer.Argument(..., help=f"One of: {', '.join(STAGES)}."),
     overrides: list[str] = typer.Argument(None, help="key.sub=value settings, e.g. steps=10."),
     config: Path | None = typer.Option(None, "--config", help="A YAML file over the defaults."),
-    model: str | None = typer.Option(None, "--model", help="The policy (model.path)."),
+    model: str | None = typer.Option(
+        None, "--model", help="The policy (model.path): a folder, a hub id, or 'tiny'."
+    ),
     steps: int | None = typer.Option(None, "--steps", help="Training steps."),
     backend: str | None = typer.Option(None, "--backend", help="Evaluation backend: cpu or cuda."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan, start nothing."),
@@ -33,7 +36,11 @@ def train_command(
     flags = [f"model.path={model}"] if model else []
     flags += [f"steps={steps}"] if steps is not None else []
     flags += [f"evaluation.backend={backend}"] if backend else []
-    resolved = plan(stage, load_config(stage, config, (*flags, *(overrides or ()))))
+    settings = load_config(stage, config, (*flags, *(overrides or ())))
+    # 'tiny' becomes the built-in model's folder; a stage that loads the model here (grpo)
+    # checks a hub id now, so an offline machine fails in seconds with one line
+    resolve_config_models(settings, check_hub=stage == "grpo" and not dry_run)
+    resolved = plan(stage, settings)
     if as_json:
         print_json(resolved.as_dict())
     elif dry_run:

@@ -1,0 +1,123 @@
+"""Where a training stage's model comes from: ``tiny``, a local folder, or a hub id checked fast.
+
+``resolve_model_path(spec, check_hub)``:
+
+* ``tiny``: the built-in tiny model of ``rl.tiny_model``, built on first use into
+  ``$CUDA_AGENT_CACHE/models/tiny-<digest>`` (the digest covers the tokenizer's training
+  corpus and the model's settings, so a change of the package's prompts builds a new one;
+  the same inputs give the same files). Building takes seconds and needs no network.
+* an existing folder: itself (absolute).
+* anything else is a Hugging Face model id. With ``check_hub`` it must be usable now: in the
+  local hub cache (its ``config.json``), or, unless ``HF_HUB_OFFLINE`` is set, answered by the
+  hub within a few seconds. Otherwise ``ModelPathError`` says so in one line, with how to pass
+  a local folder, instead of the loader's minute of retries.
+
+``resolve_config_models(config, check_hub)`` applies this to a stage configuration's
+``model.path`` and ``model.critic_path``. What it does not do: download anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from cuda_agent.core.errors import CudaAgentError
+from cuda_agent.core.paths import cache_root
+
+TINY = "tiny"
+HUB_TIMEOUT_S = 8.0
+LOCAL_HINT = (
+    "pass a local folder saved with save_pretrained (--model /path/to/model), or --model tiny "
+    "for the built-in tiny model"
+)
+
+
+class ModelPathError(CudaAgentError):
+    """A model that is neither built in, nor a local folder, nor reachable."""
+
+
+def resolve_model_path(spec: str, check_hub: bool = True) -> str:
+    if spec == TINY:
+        return str(tiny_model_path())
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        return str(path.resolve())
+    if spec.startswith(("/", ".", "~")) or spec.count("/") > 1:  # a path, not org/name
+        raise ModelPathError(f"model {spec!r}: no such folder; {LOCAL_HINT}")
+    if check_hub:
+        _check_hub(spec)
+    return spec
+
+
+def resolve_config_models(config: dict[str, Any], check_hub: bool) -> None:
+    """``model.path`` and ``model.critic_path`` of a stage configuration, resolved in place."""
+    model = config.get("model")
+    if not isinstance(model, dict):
+        return
+    for key in ("path", "critic_path"):
+        if isinstance(model.get(key), str) and model[key]:
+            model[key] = resolve_model_path(model[key], check_hub)
+
+
+def tiny_model_path() -> Path:
+    """The tiny model's folder in the cache, built there first if missing."""
+    from cuda_agent.rl.tiny_model import build_tiny_model, training_corpus
+
+    digest = hashlib.sha256(json.dumps(training_corpus()).encode()).hexdigest()[:12]
+    folder = cache_root() / "models" / f"tiny-{digest}"
+    if (folder / "config.json").is_file():
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix="tiny-", dir=folder.parent))
+    try:
+        build_tiny_model(staging / "model")
+        try:
+            os.replace(staging / "model", folder)
+        except OSError:
+            if not (folder / "config.json").is_file():  # not another process's finished copy
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return folder
+
+
+def _check_hub(repo: str) -> None:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return  # nothing will load it from the hub either; the trainer will say so
+    if isinstance(try_to_load_from_cache(repo, "config.json"), str):
+        return
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        raise ModelPathError(
+            f"model {repo!r} is not in the Hugging Face cache and HF_HUB_OFFLINE is set "
+            f"(this machine is offline); {LOCAL_HINT}"
+        )
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
+    request = urllib.request.Request(f"{endpoint}/api/models/{repo}", method="GET")
+    token = os.environ.get("HF_TOKEN")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=HUB_TIMEOUT_S):
+            return
+    except urllib.error.HTTPError as err:
+        if err.code in (401, 403, 404):
+            raise ModelPathError(
+                f"model {repo!r}: the hub at {endpoint} answered HTTP {err.code} (no such "
+                f"model, or it needs HF_TOKEN); {LOCAL_HINT}"
+            ) from None
+        return  # the hub is up; let the loader deal with the rest
+    except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as err:
+        reason = getattr(err, "reason", err)
+        raise ModelPathError(
+            f"model {repo!r} is not a local folder, not in the Hugging Face cache, and "
+            f"{endpoint} cannot be reached ({reason}): this machine looks offline; {LOCAL_HINT}"
+        ) from None

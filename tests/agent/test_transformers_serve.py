@@ -1,0 +1,177 @@
+"""A real OpenAI-compatible server: ``transformers serve`` with the built-in tiny model.
+
+One server for the module (``transformers serve <tiny model folder>`` on the loopback, CPU,
+offline). ``solve``, ``bench run --model`` over two problems, ``synth --composer llm`` and
+``models check`` run against it end to end through the real console entry point. The model
+is random: whatever it says, every episode must end with one of the loop's named exits, with
+its trajectory written, and no command may fail. Replies are capped at a few tokens (the tiny
+model generates about 15 tokens a second on a loaded CI core).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+pytest.importorskip("transformers", minversion="5.15")
+
+from cuda_agent.agent.loop import EXIT_REASONS
+from cuda_agent.agent.trajectory import read_events
+from cuda_agent.rl.model_path import tiny_model_path
+
+pytestmark = pytest.mark.slow
+START_TIMEOUT_S = 180.0
+OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_UPDATE_CHECK": "1"}
+SMALL_PROBLEM = """\
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return {expression}
+
+
+def get_inputs():
+    return [torch.randn(64, 64)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@dataclass
+class Served:
+    base_url: str
+    model: str
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    folder = str(tiny_model_path())
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    log_path = tmp_path_factory.mktemp("serve") / "serve.log"
+    command = [
+        sys.executable, "-m", "transformers.cli.transformers", "serve", folder,
+        "--host", "127.0.0.1", "--port", str(port), "--device", "cpu", "--default-seed", "0",
+    ]  # fmt: skip
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **OFFLINE}
+        )
+    try:
+        _wait_healthy(f"http://127.0.0.1:{port}/health", process, log_path)
+        yield Served(f"http://127.0.0.1:{port}/v1", folder)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _wait_healthy(url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"transformers serve exited: {log_path.read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    pytest.fail(f"transformers serve did not start in {START_TIMEOUT_S} s")
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cuda_agent", *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, **OFFLINE},
+    )
+
+
+def assert_named_exit(trajectory: Path) -> str:
+    events = read_events(trajectory)
+    exits = [e for e in events if e["kind"] == "exit"]
+    assert len(exits) == 1 and exits[0]["reason"] in EXIT_REASONS, events[-3:]
+    assert events[-1]["kind"] == "end"
+    return str(exits[0]["reason"])
+
+
+def test_solve_against_transformers_serve(served: Served, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = cli(
+        "solve", "relu", "--model", served.model, "--base-url", served.base_url,
+        "--backend", "cpu", "--max-turns", "2", "--max-output-tokens", "8", "--out", str(out),
+        "--json",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["exit_reason"] == assert_named_exit(out / "trajectory.jsonl")
+    assert summary["turns"] >= 1 and (out / "result.json").is_file()
+    usage = [e for e in read_events(out / "trajectory.jsonl") if e["kind"] == "usage"]
+    assert usage and not usage[0]["estimated"]  # the server's own token counts
+
+
+def test_bench_run_two_problems_against_transformers_serve(served: Served, tmp_path: Path) -> None:
+    problems = tmp_path / "problems"  # two small problems (a folder's files keep their sizes)
+    problems.mkdir()
+    for name, expression in (("small_relu", "torch.relu(x)"), ("small_affine", "x * 2.0 + 1.0")):
+        (problems / f"{name}.py").write_text(SMALL_PROBLEM.format(expression=expression))
+    out = tmp_path / "bench"
+    result = cli(
+        "bench", "run", "--problems", str(problems), "--model", served.model, "--base-url",
+        served.base_url, "--backend", "cpu", "--baselines", "eager", "--workers", "1",
+        "--spare-workers", "1", "--max-turns", "1", "--max-output-tokens", "8", "--out", str(out),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert sorted(r["problem_id"] for r in records) == ["small_affine", "small_relu"]
+    for record in records:
+        assert record["extra"]["exit_reason"] in EXIT_REASONS
+        assert_named_exit(out / record["trajectory"])
+
+
+def test_synth_llm_composer_against_transformers_serve(served: Served, tmp_path: Path) -> None:
+    out = tmp_path / "synth"
+    result = cli(
+        "synth", "--composer", "llm", "--model", served.model, "--base-url", served.base_url,
+        "--n", "1", "--backend", "cpu", "--max-output-tokens", "8", "--out", str(out),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    verdicts = [json.loads(v) for v in (out / "verdicts.jsonl").read_text().splitlines()]
+    assert len(verdicts) == 1  # a random model writes no valid problem: rejected, recorded
+    assert verdicts[0]["accepted"] is False and verdicts[0]["filter"] == "composes"
+
+
+def test_models_check_against_transformers_serve(served: Served) -> None:
+    result = cli(
+        "models", "check", "--base-url", served.base_url, "--model", served.model,
+        "--probe-tokens", "8", "--json",
+    )  # fmt: skip
+    report = json.loads(result.stdout)
+    steps = {f["step"]: f for f in report["findings"]}
+    assert steps["endpoint"]["ok"] and steps["model"]["ok"] and steps["chat"]["ok"]
+    # the random model calls no tool: the endpoint works, the model cannot drive the agent
+    assert steps["tool calls"]["ok"] is False and result.returncode == 2
+    assert steps["streaming"]["ok"] is True
