@@ -1,10 +1,7 @@
-"""Pools and progress bars shared by the commands that run many evaluations (bench, synth)."""
+"""The pool shared by the commands that run many evaluations (bench, synth, problems lint)."""
 
 from __future__ import annotations
 
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-from cuda_agent.cli.common import err_console
 from cuda_agent.cluster.local import LocalPool
 from cuda_agent.cluster.pool import EvalPool
 
@@ -37,14 +34,4 @@ def make_pool(
     )
     return LocalPool(
         backend, devices=devices, worker_slots=worker_slots, build_workers=build_workers
-    )
-
-
-def progress_bar() -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        console=err_console,
     )
