@@ -14,7 +14,6 @@ from cuda_agent.cli.common import err_console, one_line_errors, out_console, res
 from cuda_agent.cli.pools import make_pool
 from cuda_agent.cli.progress_log import Reporter
 from cuda_agent.core.errors import CudaAgentError
-from cuda_agent.synth.compose import ScaleProfile, compose
 from cuda_agent.synth.decontam import Decontaminator
 from cuda_agent.synth.export import export_run
 from cuda_agent.synth.filters import StaticFilters
@@ -124,6 +123,8 @@ def _validate(config: SynthConfig) -> None:
 
 
 def _composer(config: SynthConfig, base_url: str, api_key: str, max_tokens: int = 4096) -> Composer:
+    from cuda_agent.synth.compose import ScaleProfile, compose  # imports torch: only when used
+
     scale = ScaleProfile.named("gpu" if config.backend == "cuda" else "cpu")
     if config.composer == "programmatic":
         return functools.partial(

@@ -22,21 +22,23 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cuda_agent.cluster.pool import EvalPool, WorkerTaskResult
 from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.core.jsonl import append_line, read_lines
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
-from cuda_agent.synth.compose import Candidate
 from cuda_agent.synth.filters import STATIC_FILTERS, StaticFilters
+
+if TYPE_CHECKING:  # compose imports torch: the command line must start without it
+    from cuda_agent.synth.compose import Candidate
 
 VERDICTS_FILE = "verdicts.jsonl"
 CONFIG_FILE = "config.json"
 SESSIONS_FILE = "sessions.jsonl"
 DEFAULT_WINDOWS = {"cuda": (1.0, 100.0), "cpu": (0.01, 50.0)}
 
-Composer = Callable[[int], Candidate]
+Composer = Callable[[int], "Candidate"]
 Progress = Callable[[dict[str, Any], int, int], None]  # verdict, finished, total
 
 
