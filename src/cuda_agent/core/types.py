@@ -112,6 +112,7 @@ class EvalResult:
     warnings: list[str] = field(default_factory=list)
     error: StageError | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    problem_flags: list[str] | None = None  # the problem's task lint; None: not known
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
