@@ -6,7 +6,9 @@ only theirs correct, or missing on one side. Each disagreement gets a *reason cl
 from our result's flags, error stage and message (when we reject) or from KernelBench's error
 kind (when they do); the classes are the table ``OUR_REASONS`` / ``THEIR_REASONS`` below, in
 order, first match wins, and a disagreement that matches none is ``unclassified``. The class
-``false build failure`` (we failed to build what KernelBench built) must never occur.
+``false build failure`` (we failed to build a source that stock ``load_inline`` built, as
+KernelBench's side recorded it) must never occur; it is counted on agreements too (both
+reject, but we for a build failure that stock torch did not have).
 
 This module only compares verdicts; rendering is the caller's (``bench report --compare``,
 ``benchmarks/compat``).
@@ -41,6 +43,7 @@ class _Ours:
     stage: str
     message: str
     builds: list[dict[str, Any]]
+    stock_build: str | None = None  # KernelBench's side: did stock load_inline build it
 
     def has(self, *names: str) -> bool:
         return any(f in names for f in self.flags)
@@ -51,6 +54,7 @@ class _Ours:
 
 def _fallback(o: _Ours) -> bool:
     failed_build = any(isinstance(b, dict) and b.get("ok") is False for b in o.builds)
+    failed_build = failed_build or o.stock_build == "failed"
     return o.has("no_custom_kernel") and (failed_build or bool(_BUILD_WORDS.search(o.message)))
 
 
@@ -63,7 +67,12 @@ OUR_REASONS: list[tuple[str, Callable[[_Ours], bool]]] = [
     ("fallback to PyTorch after a failed build", _fallback),
     ("no custom kernel ran", lambda o: o.has("no_custom_kernel")),
     ("custom kernels idle", lambda o: o.has("custom_kernels_idle")),
-    (FALSE_BUILD_FAILURE, lambda o: o.stage == "build"),
+    (FALSE_BUILD_FAILURE, lambda o: o.stage == "build" and o.stock_build == "ok"),
+    (
+        "fails to build with stock torch too (fallback reported as a build error)",
+        lambda o: o.stage == "build" and o.stock_build == "failed",
+    ),
+    ("build failure (stock build not known)", lambda o: o.stage == "build"),
     ("in-place input mutation", lambda o: o.has("input_mutated")),
     ("parameter mutation in forward", lambda o: o.has("param_mutated")),
     (
@@ -208,12 +217,13 @@ def summarise(rows: list[Row]) -> dict[str, Any]:
         "theirs_correct": sum(1 for r in both if r.theirs and r.theirs.correct),
         "reasons": dict(reasons.most_common()),
         "unclassified": reasons[UNCLASSIFIED],
-        "false_build_failures": reasons[FALSE_BUILD_FAILURE],
+        "false_build_failures": sum(1 for r in rows if r.reason == FALSE_BUILD_FAILURE),
     }
 
 
-def our_reason(result: dict[str, Any]) -> str:
-    """The reason class of our rejection of a solution KernelBench accepted."""
+def our_reason(result: dict[str, Any], theirs: TheirVerdict | None = None) -> str:
+    """The reason class of our rejection of a solution KernelBench accepted (``theirs``
+    tells whether stock torch built the solution's extension, where known)."""
     error = _as_dict(result.get("error"))
     builds = _as_dict(result.get("details")).get("builds")
     ours = _Ours(
@@ -221,6 +231,7 @@ def our_reason(result: dict[str, Any]) -> str:
         stage=str(error.get("stage") or ""),
         message=str(error.get("message") or ""),
         builds=builds if isinstance(builds, list) else [],
+        stock_build=theirs.stock_build if theirs is not None else None,
     )
     return next((name for name, test in OUR_REASONS if test(ours)), UNCLASSIFIED)
 
@@ -242,8 +253,10 @@ def _row(pid: str, record: AttemptRecord | None, theirs: TheirVerdict | None) ->
     ours_ok, theirs_ok = bool(ours.get("correct")), theirs.correct
     if ours_ok == theirs_ok:
         row.outcome = "agree_correct" if ours_ok else "agree_rejected"
+        if not ours_ok and our_reason(ours, theirs) == FALSE_BUILD_FAILURE:
+            row.reason = FALSE_BUILD_FAILURE  # both reject, but stock torch built it
     elif theirs_ok:
-        row.outcome, row.reason = "theirs_only", our_reason(ours)
+        row.outcome, row.reason = "theirs_only", our_reason(ours, theirs)
         error = _as_dict(ours.get("error"))
         row.detail = _short(str(error.get("message") or ""))
     else:

@@ -9,7 +9,9 @@ Two formats are read:
   problem's verdict is its best sample (a correct one, else the first). A folder holding
   ``eval_results.json`` is accepted too.
 * the JSON lines of ``benchmarks/compat`` (``kernelbench`` step): one object per solution with
-  our problem ``id``, ``compiled``, ``correctness``, ``kind`` and ``error``.
+  our problem ``id``, ``compiled``, ``correctness``, ``kind``, ``error`` and ``stock_build``
+  (whether stock ``load_inline`` built what the solution asked for: KernelBench's
+  ``compiled`` is true for a solution that caught its failed build and ran PyTorch instead).
 
 ``their_verdicts`` returns ``{our problem id: TheirVerdict}``; ``kind`` names why KernelBench
 rejected (``build``, ``runtime``, ``shape``, ``mismatch``, ``timeout``, ``crash``, ``no_result``,
@@ -39,6 +41,8 @@ class TheirVerdict:
     kind: str = ""
     message: str = ""
     max_difference: float | None = None
+    stock_build: str | None = None  # ok / failed / none (no build asked); None: not known
+    stock_build_error: str = ""
 
     def label(self) -> str:
         if self.correct:
@@ -144,6 +148,8 @@ def compat_verdict(row: dict[str, Any]) -> TheirVerdict:
         kind="" if correct else str(row.get("kind") or "incorrect"),
         message=_one_line(str(row.get("error") or "")),
         max_difference=_max_difference(row),
+        stock_build=str(row["stock_build"]) if row.get("stock_build") else None,
+        stock_build_error=_one_line(str(row.get("stock_build_error") or "")),
     )
 
 
