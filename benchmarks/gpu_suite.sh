@@ -18,6 +18,11 @@
 #                                    call after it finishes runs the GPU B5 fixture
 #   bash benchmarks/gpu_suite.sh L   the stream-check GPU tests, then level 1 of the one-GPU sweep
 #                                    again (run "h200"; move the old gpu-runs/h200/L1 aside first)
+#   bash benchmarks/gpu_suite.sh compat   the KernelBench compatibility suite (nvidia-h200-x2):
+#                                    CUDA-L1's solutions (sets $COMPAT_SETS, default "h20 a100")
+#                                    through ours on GPU 0 and KernelBench's evaluator on GPU 1,
+#                                    resumable: repeat (carrying gpu-runs, .corpus) until done;
+#                                    see docs/compat.md
 # H and I need an nvidia-h200-x2 machine and keep their state in gpu-runs/ (resumable: carry
 # it back if the machine was given back between the calls).
 # Needs a KernelBench checkout in .kb/ and, for KernelBench's evaluator, wheels in .whl/
@@ -197,8 +202,15 @@ L)
   python3 benchmarks/sweep_summary.py gpu-runs | grep -A3 "^h200"
   tar czf "$OUT/gpu-runs.tgz" gpu-runs
   ;;
+compat)
+  nvidia-smi -L
+  (kb_env)  # KernelBench's wheels into /tmp/site, for its processes only
+  KB_SITE=/tmp/site bash benchmarks/compat/gpu.sh $(($(date +%s) + ${COMPAT_SECONDS:-530})) \
+    ${COMPAT_SETS:-h20 a100}
+  tar czf "$OUT/compat.tgz" gpu-runs/compat
+  ;;
 *)
-  echo "usage: $0 A|B|C|D|E|F|G|H|I|J|K|L" >&2
+  echo "usage: $0 A|B|C|D|E|F|G|H|I|J|K|L|compat" >&2
   exit 2
   ;;
 esac

@@ -56,17 +56,18 @@ def cmd_kernelbench(args: argparse.Namespace) -> None:
 
 def cmd_ours(args: argparse.Namespace) -> None:
     for set_dir in args.set:
-        out = run_ours(Path(set_dir), args.backend, args.policy, _deadline(args), args.extra)
+        deadline = _deadline(args)
+        out = run_ours(Path(set_dir), args.backend, args.policy, deadline, args.extra, args.run)
         print(json.dumps(out), flush=True)
 
 
 def cmd_summary(args: argparse.Namespace) -> None:
     for set_dir in args.set:
-        print(json.dumps(summary(Path(set_dir))))
+        print(json.dumps(summary(Path(set_dir), args.run)))
 
 
 def cmd_table(args: argparse.Namespace) -> None:
-    text = markdown([Path(s) for s in args.set])
+    text = markdown([Path(s) for s in args.set], args.run)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
     print(text)
@@ -110,16 +111,19 @@ def parser() -> argparse.ArgumentParser:
     timed(ours)
     ours.add_argument("--backend", default="cuda")
     ours.add_argument("--policy", default="kernelbench")
+    ours.add_argument("--run", default="ours", help="run folder name in the set (default ours)")
     ours.add_argument("--extra", nargs=argparse.REMAINDER, default=[], help="more bench args")
     ours.set_defaults(func=cmd_ours)
 
     sm = sub.add_parser("summary", help="wall time and verdict counts of `ours` so far")
     sm.add_argument("set", nargs="+")
+    sm.add_argument("--run", default="ours", help="run folder name in the set")
     sm.set_defaults(func=cmd_summary)
 
     tb = sub.add_parser("table", help="Markdown: agreement and disagreements by reason")
     tb.add_argument("set", nargs="+")
     tb.add_argument("--out", help="also write the Markdown here")
+    tb.add_argument("--run", default="ours", help="our run folder name in each set")
     tb.set_defaults(func=cmd_table)
     return p
 

@@ -2,12 +2,15 @@
 
 The command is ``cuda-agent bench run --problems SET/problems --solutions SET/solutions
 --policy kernelbench --baselines eager --backend B --out SET/ours`` (plus any extra arguments),
-run as a child process, so this measures exactly what a user runs. ``bench run`` appends each
+run as a child process, so this measures exactly what a user runs (its output goes to
+``SET/<run>.log``; ``run`` names the run folder, ``ours`` by default, so that another policy
+can be run beside it). ``bench run`` appends each
 verdict as it finishes and a rerun skips what is done, so a call cut by its ``deadline`` (the
 child is stopped with SIGINT, then killed) resumes in the next. Each call is one *segment*
-appended to ``SET/ours_segments.jsonl`` (start, end, exit status, verdicts before and after);
+appended to ``SET/<run>_segments.jsonl`` (start, end, exit status, verdicts before and after);
 ``summary`` adds them up: wall time over all segments, verdict counts, and the solutions with
 no verdict yet (the issue-15 figure: every solution of a set with a verdict, and how long).
+No segment starts with less than ``MIN_SEGMENT_S`` before the deadline.
 """
 
 from __future__ import annotations
@@ -26,13 +29,22 @@ from benchmarks.compat.corpus import PROBLEMS, SOLUTIONS, read_manifest
 from cuda_agent.bench.records import RESULTS_FILE, chosen_attempts, read_records
 from cuda_agent.core.jsonl import append_line, read_lines
 
-RUN = "ours"
-SEGMENTS = "ours_segments.jsonl"
+RUN = "ours"  # the run folder's name in the set (another for another policy)
 GRACE_S = 20.0  # between SIGINT and SIGKILL at the deadline
+MIN_SEGMENT_S = 30.0  # a segment shorter than this is not started
+
+
+def segments_file(set_dir: Path, run: str) -> Path:
+    return set_dir / f"{run}_segments.jsonl"
 
 
 def bench_command(
-    set_dir: Path, backend: str, policy: str, extra: list[str], python: str = sys.executable
+    set_dir: Path,
+    backend: str,
+    policy: str,
+    extra: list[str],
+    run: str = RUN,
+    python: str = sys.executable,
 ) -> list[str]:
     return [
         python,
@@ -51,7 +63,7 @@ def bench_command(
         "--backend",
         backend,
         "--out",
-        str(set_dir / RUN),
+        str(set_dir / run),
         *extra,
     ]
 
@@ -62,14 +74,16 @@ def run_ours(
     policy: str = "kernelbench",
     deadline: float | None = None,
     extra: list[str] | None = None,
-    log: Path | None = None,
+    run: str = RUN,
 ) -> dict[str, Any]:
     """One segment of ``bench run`` over the set (until done or the deadline); the summary."""
     read_manifest(set_dir)  # a prepared set, or one clear error
-    before = _verdicts(set_dir)
-    command = bench_command(set_dir, backend, policy, extra or [])
+    if deadline is not None and deadline - time.time() < MIN_SEGMENT_S:
+        return summary(set_dir, run)
+    before = _verdicts(set_dir, run)
+    command = bench_command(set_dir, backend, policy, extra or [], run)
     started = time.time()
-    log_path = log or set_dir / "ours.log"
+    log_path = set_dir / f"{run}.log"
     with open(log_path, "a") as out:
         out.write(f"\n==== {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(command)}\n")
         out.flush()
@@ -79,18 +93,18 @@ def run_ours(
         status = _wait(proc, deadline)
     ended = time.time()
     append_line(
-        set_dir / SEGMENTS,
+        segments_file(set_dir, run),
         {
             "start": round(started, 2),
             "end": round(ended, 2),
             "seconds": round(ended - started, 2),
             "exit": status,
             "verdicts_before": before,
-            "verdicts_after": _verdicts(set_dir),
+            "verdicts_after": _verdicts(set_dir, run),
             "command": command,
         },
     )
-    return summary(set_dir)
+    return summary(set_dir, run)
 
 
 def _wait(proc: subprocess.Popen[bytes], deadline: float | None) -> int | str:
@@ -106,16 +120,18 @@ def _wait(proc: subprocess.Popen[bytes], deadline: float | None) -> int | str:
         return "deadline"
 
 
-def _verdicts(set_dir: Path) -> int:
-    run = set_dir / RUN
-    return len({r.problem_id for r in read_records(run)}) if (run / RESULTS_FILE).exists() else 0
+def _verdicts(set_dir: Path, run: str) -> int:
+    folder = set_dir / run
+    return (
+        len({r.problem_id for r in read_records(folder)}) if (folder / RESULTS_FILE).exists() else 0
+    )
 
 
-def summary(set_dir: Path) -> dict[str, Any]:
+def summary(set_dir: Path, run: str = RUN) -> dict[str, Any]:
     """Wall time (all segments), verdict counts and solutions left without a verdict."""
     manifest = read_manifest(set_dir)
-    chosen = chosen_attempts(read_records(set_dir / RUN)) if (set_dir / RUN).exists() else {}
-    segments = read_lines(set_dir / SEGMENTS)
+    chosen = chosen_attempts(read_records(set_dir / run)) if (set_dir / run).exists() else {}
+    segments = read_lines(segments_file(set_dir, run))
     verdicts: Counter[str] = Counter()
     flags: Counter[str] = Counter()
     for record in chosen.values():
@@ -126,6 +142,7 @@ def summary(set_dir: Path) -> dict[str, Any]:
     missing = sorted(set(manifest["solutions"]) - set(chosen))
     return {
         "set": set_dir.name,
+        "run": run,
         "solutions": len(manifest["solutions"]),
         "verdicts": len(chosen),
         "without_verdict": missing,

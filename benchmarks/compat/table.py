@@ -38,15 +38,15 @@ COUNT_COLUMNS = (
 )
 
 
-def compare_set(set_dir: Path) -> KernelBenchComparison | None:
-    records = read_records(set_dir / RUN)
+def compare_set(set_dir: Path, run: str = RUN) -> KernelBenchComparison | None:
+    records = read_records(set_dir / run)
     if not records or not (set_dir / RESULTS).is_file():
         return None
     return kernelbench_comparison(set_dir / RESULTS, records)
 
 
-def markdown(set_dirs: list[Path]) -> str:
-    sets = [(d.name, len(read_manifest(d)["solutions"]), compare_set(d)) for d in set_dirs]
+def markdown(set_dirs: list[Path], run: str = RUN) -> str:
+    sets = [(d.name, len(read_manifest(d)["solutions"]), compare_set(d, run)) for d in set_dirs]
     parts = ["### Agreement per set", "", _counts_table(sets), ""]
     parts += ["### Disagreements by reason class", "", _reasons_table(sets), ""]
     parts += ["### Every disagreement", "", _rows_table(sets), ""]
