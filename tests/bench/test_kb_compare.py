@@ -18,7 +18,7 @@ from cuda_agent.bench.agreement import (
     kernelbench_comparison,
     our_reason,
 )
-from cuda_agent.bench.kb_results import problem_number, their_verdicts
+from cuda_agent.bench.kb_results import TheirVerdict, problem_number, their_verdicts
 from cuda_agent.bench.records import AttemptRecord, append_record, chosen_attempts
 from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.core.types import EvalResult, StageError
@@ -157,12 +157,13 @@ def test_disagreements_get_named_reason_classes(tmp_path: Path) -> None:
     assert by_id["L1_4_Builds"].reason == "KernelBench build failure (ours built)"
     assert by_id["L1_5_Tolerance"].reason == "KernelBench output mismatch"
     assert "0.0031" in by_id["L1_5_Tolerance"].detail
-    assert by_id["L1_6_OurBuild"].reason == FALSE_BUILD_FAILURE
+    # eval_results.json does not say whether stock torch built it
+    assert by_id["L1_6_OurBuild"].reason == "build failure (stock build not known)"
     assert by_id["L1_7_Strange"].reason == UNCLASSIFIED
     assert by_id["L1_10_Timing"].reason == "wrong output in a checked timing call"
     assert by_id["L1_9_OnlyOurs"].outcome == "missing_theirs"
     assert counts["agree"] == 2 and counts["disagree"] == 7 and counts["compared"] == 9
-    assert counts["unclassified"] == 1 and counts["false_build_failures"] == 1
+    assert counts["unclassified"] == 1 and counts["false_build_failures"] == 0
     assert counts["ours_correct"] == 3 and counts["theirs_correct"] == 6
 
 
@@ -171,6 +172,18 @@ def test_plain_pytorch_and_fallback_are_told_apart() -> None:
     assert our_reason(plain) == "no custom kernel ran"
     failed = dict(plain, details={"builds": [{"ok": False, "error": "x"}]})
     assert our_reason(failed) == "fallback to PyTorch after a failed build"
+    stock_failed = TheirVerdict(True, True, stock_build="failed")
+    assert our_reason(plain, stock_failed) == "fallback to PyTorch after a failed build"
+
+
+def test_our_build_failures_are_judged_by_what_stock_torch_built() -> None:
+    built = _result(False, ["build_failed"], ("build", "kernel.cu:1: error: x"))
+    assert our_reason(built, TheirVerdict(True, True, stock_build="ok")) == FALSE_BUILD_FAILURE
+    too = our_reason(built, TheirVerdict(True, True, stock_build="failed"))
+    assert too.startswith("fails to build with stock torch too")
+    never = our_reason(built, TheirVerdict(True, True, stock_build="none"))
+    assert never.startswith("build failure of an extension the solution never built")
+    assert our_reason(built) == "build failure (stock build not known)"
 
 
 def test_compat_jsonl_is_read_by_id(tmp_path: Path) -> None:
@@ -213,7 +226,7 @@ def test_bench_report_compare_text_json_html(tmp_path: Path) -> None:
     assert "this run, no lint flag" in text.stdout
     assert "degenerate: L1_1_Matmul: constant_pass" in text.stdout
     assert "agree 2 (1 correct, 1 rejected), disagree 7" in text.stdout
-    assert "false build failures 1" in text.stdout
+    assert "false build failures 0" in text.stdout
     page = html.read_text()
     assert 'href="#kernelbench"' in page and "KernelBench output mismatch" in page
     assert "problems with no lint flag" in page and 'class="flag lint"' in page

@@ -241,6 +241,7 @@ def test_table_joins_both_sides_per_set(corpus: Path, kb: Path, tmp_path: Path) 
         "L1_2_Scale": _result(False, ["output_mismatch:value"], ("verify", "trial 1 differs")),
         "L1_3": _result(False, ["build_failed"], ("build", "main.cpp:1:21: error: expected")),
         "L1_4": _result(False, ["no_custom_kernel"], ("verify", "no custom kernel ran")),
+        "L1_5": _result(False, ["build_failed"], ("build", "main.cu:9:2: error: no")),
     }
     (set_dir / "ours").mkdir()
     for pid, result in ours.items():
@@ -250,14 +251,25 @@ def test_table_joins_both_sides_per_set(corpus: Path, kb: Path, tmp_path: Path) 
         {"id": "L1_2_Scale", "compiled": True, "correctness": True, "stock_build": "none"},
         {"id": "L1_3", "compiled": True, "correctness": True, "stock_build": "failed"},
         {"id": "L1_4", "compiled": True, "correctness": True, "stock_build": "none"},
-        {"id": "L1_5", "compiled": False, "correctness": False, "kind": "crash"},
+        {
+            "id": "L1_5",
+            "compiled": True,
+            "correctness": False,
+            "kind": "mismatch",
+            "stock_build": "ok",
+        },
     ]
     (set_dir / RESULTS).write_text("".join(json.dumps(r) + "\n" for r in theirs))
     empty = tmp_path / "a100"
     prepare(corpus, empty, kb)
 
     text = markdown([set_dir, empty])
-    assert "| h20 | 5 | 4 | 1 | 1 | 0 | 0 | 3 | 1 | 4 | 0 | 0 |" in text
+    assert "| h20 | 5 | 5 | 2 | 1 | 1 | 0 | 3 | 1 | 4 | 0 | 1 |" in text
+    # both reject, but ours for a build failure stock torch did not have
+    assert (
+        "| h20 | L1_5 | rejected (mismatch) | rejected (build) | build_failed | - | false build"
+        in text
+    )
     assert "| a100 | 5 | 0 |" in text
     assert "| numerics beyond tolerance | 1 | 0 | 1 |" in text
     assert "| no custom kernel ran | 1 | 0 | 1 |" in text

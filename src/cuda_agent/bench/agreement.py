@@ -72,6 +72,10 @@ OUR_REASONS: list[tuple[str, Callable[[_Ours], bool]]] = [
         "fails to build with stock torch too (fallback reported as a build error)",
         lambda o: o.stage == "build" and o.stock_build == "failed",
     ),
+    (
+        "build failure of an extension the solution never built with stock torch",
+        lambda o: o.stage == "build" and o.stock_build == "none",
+    ),
     ("build failure (stock build not known)", lambda o: o.stage == "build"),
     ("in-place input mutation", lambda o: o.has("input_mutated")),
     ("parameter mutation in forward", lambda o: o.has("param_mutated")),
