@@ -12,6 +12,8 @@ than ``min_left_s`` remain, and one still running at the deadline is killed and 
 recorded, so the next call does it again. A row whose error is
 a CUDA out-of-memory (several evaluations share the GPU) is evaluated once more, alone, at the
 end; the last row of an id is its verdict. One line per finished evaluation goes to stdout.
+KernelBench's evaluator is imported once before anything starts (``preflight``): a checkout or
+wheel that is missing stops the run with one line instead of becoming a verdict.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Any
 from benchmarks.compat.corpus import PROBLEMS, SOLUTIONS, read_manifest
 
 from cuda_agent.bench.kb_results import kb_sample_verdict
+from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.core.jsonl import append_line, read_lines
 
 RESULTS = "kernelbench.jsonl"
@@ -70,6 +73,8 @@ def run_kernelbench(set_dir: Path, config: KbConfig, only: set[str] | None = Non
         for pid, info in manifest["solutions"].items()
         if pid not in done and (only is None or pid in only)
     ]
+    if todo:
+        preflight(config)
     lock = threading.Lock()
     finished: list[dict[str, Any]] = []
 
@@ -97,6 +102,36 @@ def run_kernelbench(set_dir: Path, config: KbConfig, only: set[str] | None = Non
         "this_call": len(finished),
         "left": len(manifest["solutions"]) - len(rows),
     }
+
+
+def preflight(config: KbConfig) -> None:
+    """Import KernelBench's evaluator once, as the workers will; one clear error if it fails
+    (so a missing checkout or wheel never becomes a verdict on every solution)."""
+    if not (config.kb / "src" / "kernelbench" / "eval.py").is_file():
+        raise CudaAgentError(
+            f"{config.kb}: not a KernelBench checkout (no src/kernelbench/eval.py)"
+        )
+    code = "import sys; from pathlib import Path; from benchmarks.kernelbench_peer import import_kb"
+    code += "; import_kb(Path(sys.argv[1]))"
+    done = subprocess.run(
+        [config.python, "-c", code, str(config.kb.resolve())],
+        capture_output=True,
+        text=True,
+        env=_env(None),
+        timeout=300,
+        check=False,
+    )
+    if done.returncode != 0:
+        tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
+        raise CudaAgentError(f"KernelBench's evaluator does not import: {tail}")
+
+
+def _env(build: Path | None) -> dict[str, str]:
+    paths = [str(REPO / "src"), str(REPO), os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+    if build is not None:
+        env["TORCH_EXTENSIONS_DIR"] = str(build)
+    return env
 
 
 def _evaluate(
@@ -141,13 +176,7 @@ def _evaluate(
 def _run_worker(work: Path, config: KbConfig, left: float | None) -> str:
     """'ok', 'timeout' (the job's own limit) or 'deadline' (the call's)."""
     limit = config.timeout_s if left is None else min(config.timeout_s, left)
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(
-            [str(REPO / "src"), str(REPO), os.environ.get("PYTHONPATH", "")]
-        ),
-        "TORCH_EXTENSIONS_DIR": str(work / "build"),
-    }
+    env = _env(work / "build")
     with open(work / "log.txt", "w") as log:
         proc = subprocess.Popen(
             [config.python, "-m", "benchmarks.compat.kb_worker", "payload.json", "result.json"],

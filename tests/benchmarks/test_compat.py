@@ -321,3 +321,16 @@ def test_ours_runs_bench_over_the_set_and_sums_its_segments(corpus: Path, tmp_pa
     assert summary["verdicts"] == 2 and summary["without_verdict"] == []
     assert summary["counts"] == {"correct": 2}  # 3e-3 off is within our 1e-2
     assert summary["segments"] == 1 and summary["wall_s"] > 0
+
+
+def test_kernelbench_runner_stops_at_once_without_a_usable_checkout(
+    corpus: Path, kb: Path, tmp_path: Path
+) -> None:
+    set_dir = tmp_path / "set"
+    prepare(corpus, set_dir, kb)
+    with pytest.raises(CudaAgentError, match="not a KernelBench checkout"):
+        run_kernelbench(set_dir, KbConfig(kb=tmp_path / "nowhere", work_dir=tmp_path / "w"))
+    (kb / "src" / "kernelbench" / "timing.py").unlink()
+    with pytest.raises(CudaAgentError, match="does not import"):
+        run_kernelbench(set_dir, KbConfig(kb=kb, work_dir=tmp_path / "w"))
+    assert not (set_dir / RESULTS).exists()  # no verdict was recorded

@@ -110,3 +110,13 @@ def test_the_cache_key_follows_what_decides_a_match(tmp_path: Path) -> None:
     assert base != problem_lint.cache_key(problem, fast_options(precision="tf32"))
     other = _problem(tmp_path, "min_clamp", CONSTANT)
     assert base != problem_lint.cache_key(other, fast_options())
+
+
+def test_a_single_trial_lints_in_part_and_caches_nothing(tmp_path: Path) -> None:
+    problem = _problem(tmp_path, "min_clamp", CONSTANT)
+    options = fast_options(policy="off", trials=1)
+    result = evaluate(problem, load_solution(_as_solution(tmp_path, problem.path)), options)
+    assert result.correct, result.error
+    assert "constant_pass" in (result.problem_flags or [])
+    assert "independent_of_inputs" not in (result.problem_flags or [])  # one input set only
+    assert problem_lint.cached_lint(problem, options) is None

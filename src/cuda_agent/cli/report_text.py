@@ -23,14 +23,14 @@ OUTCOME_TEXT = {
 
 
 def print_lint_summary(metrics: dict[str, Any]) -> None:
-    """One line of counts, then the flagged problems with their verdicts' flags."""
+    """One line of counts, then each flagged (degenerate) problem with its lint flags."""
     lint = metrics.get("problem_lint") or {}
     out_console.print(
         f"problem lint: {lint.get('flagged', 0)} flagged, {lint.get('clean', 0)} clean, "
         f"{lint.get('unknown', 0)} not linted (counted as unflagged)"
     )
     for pid, flags in (lint.get("flagged_problems") or {}).items():
-        out_console.print(f"  degenerate: {pid}: {', '.join(flags)}", markup=False)
+        out_console.print(f"  degenerate: {pid}: {', '.join(flags)}", markup=False, soft_wrap=True)
 
 
 def print_kernelbench(comparison: KernelBenchComparison) -> None:

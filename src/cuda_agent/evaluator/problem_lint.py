@@ -87,7 +87,8 @@ def attach(
     fresh = (record or {}).get(RECORD_KEY)
     if isinstance(fresh, dict) and _valid(fresh):
         try:
-            store_lint(problem, opts, fresh)
+            if not fresh.get("partial"):
+                store_lint(problem, opts, fresh)
         except OSError as err:  # a read-only cache costs a relint next time, nothing else
             log.warning("problem lint cache not written: %s", err)
         entry: dict[str, Any] | None = fresh

@@ -6,7 +6,9 @@ cached lint for this problem: ``evaluator/problem_lint.py``). It reuses
 ``problem_check.lint_outputs`` on the first verification sets, so the extra cost is the
 reference's forwards on them, one repeat, and one more ``Model`` built with other weights (no
 extra process, no extra input draws). A lint that cannot run (the reference raises in one of
-these calls) is reported as an error entry; it never changes the evaluation's verdict.
+these calls) is reported as an error entry; it never changes the evaluation's verdict. With a
+single verification set (``--trials 1``) the entry is ``partial`` and the parent does not cache
+it.
 """
 
 from __future__ import annotations
@@ -34,7 +36,10 @@ def lint_reference(
     except ProblemFailure as err:
         return {"lint": None, "error": str(err), "seconds": _since(started)}
     device.synchronize()
-    return {"lint": lint, "warnings": warnings, "seconds": _since(started)}
+    entry: dict[str, Any] = {"lint": lint, "warnings": warnings, "seconds": _since(started)}
+    if len(outputs) < 2:  # one input set: independence of the inputs was not judged
+        entry["partial"] = True
+    return entry
 
 
 def _since(started: float) -> float:
