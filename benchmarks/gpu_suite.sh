@@ -30,6 +30,11 @@
 #                                    "local2", resumable), then benchmarks/pool_overhead.py
 # M, N and O need the Ray bundle: `python3 benchmarks/ray_bundle.py build` here, then carry
 # .raybundle/ray-2.60.0-cp312.tar.xz (22 MiB; O only for pool_overhead.py).
+#   bash benchmarks/gpu_suite.sh compat   the KernelBench compatibility suite (nvidia-h200-x2):
+#                                    CUDA-L1's solutions (sets $COMPAT_SETS, default "h20 a100")
+#                                    through ours on GPU 0 and KernelBench's evaluator on GPU 1,
+#                                    resumable: repeat (carrying gpu-runs, .corpus) until done;
+#                                    see docs/compat.md
 # H and I need an nvidia-h200-x2 machine and keep their state in gpu-runs/ (resumable: carry
 # it back if the machine was given back between the calls).
 # Needs a KernelBench checkout in .kb/ and, for KernelBench's evaluator, wheels in .whl/
@@ -291,8 +296,15 @@ O)
     quiet <"$OUT/pool_overhead.txt" | tail -16
   fi
   ;;
+compat)
+  nvidia-smi -L
+  (kb_env)  # KernelBench's wheels into /tmp/site, for its processes only
+  KB_SITE=/tmp/site bash benchmarks/compat/gpu.sh $(($(date +%s) + ${COMPAT_SECONDS:-530})) \
+    ${COMPAT_SETS:-h20 a100}
+  tar czf "$OUT/compat.tgz" gpu-runs/compat
+  ;;
 *)
-  echo "usage: $0 A|B|C|D|E|F|G|H|I|J|K|L|M|N|O|EXPORT" >&2
+  echo "usage: $0 A|B|C|D|E|F|G|H|I|J|K|L|M|N|O|EXPORT|compat" >&2
   exit 2
   ;;
 esac

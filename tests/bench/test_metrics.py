@@ -73,3 +73,30 @@ def test_paper_table_row() -> None:
     cuda_agent = paper_metrics("CUDA Agent")
     assert cuda_agent["overall"]["faster_rate_compile"] == pytest.approx(0.968)
     assert cuda_agent["levels"]["3"]["geomean_speedup_compile"] == 1.52
+
+
+def _flagged(record: AttemptRecord, flags: list[str] | None) -> AttemptRecord:
+    record.result["problem_flags"] = flags
+    return record
+
+
+def test_metrics_over_the_problems_with_no_lint_flag() -> None:
+    records = [
+        _flagged(rec("a", 1, True, 2.0, 1.5, 3.0), ["constant_pass", "independent_of_inputs"]),
+        _flagged(rec("b", 1, True, 0.5, 0.25, 1.0), []),
+        _flagged(rec("c", 1, False), None),  # never linted: counted as unflagged
+        _flagged(rec("d", 2, True, 4.0, 1.0, 2.0), ["zeros_pass"]),
+    ]
+    metrics = compute_metrics(chosen_attempts(records))
+    assert metrics["overall"]["n"] == 4
+    assert metrics["overall"]["pass_rate"] == pytest.approx(3 / 4)
+    clean = metrics["no_lint_flag"]
+    assert clean["overall"]["n"] == 2 and clean["overall"]["pass_rate"] == pytest.approx(1 / 2)
+    assert clean["overall"]["geomean_speedup_eager"] == pytest.approx(0.5)
+    assert list(clean["levels"]) == ["1"]  # level 2's only problem is flagged
+    lint = metrics["problem_lint"]
+    assert (lint["flagged"], lint["clean"], lint["unknown"]) == (2, 1, 1)
+    assert lint["flagged_problems"] == {
+        "a": ["constant_pass", "independent_of_inputs"],
+        "d": ["zeros_pass"],
+    }

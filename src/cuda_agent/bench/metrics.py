@@ -9,6 +9,12 @@ Exactly the definitions of the paper (reference-system.md, section 6):
 
 plus KernelBench's fast_p = (correct and speed-up vs eager > p) / all for p in 0, 0.8, 1, 1.5,
 2 (fast_0 is the pass rate) and the mean reward. Rates are fractions in [0, 1].
+
+Every metric is given twice: over all problems (``overall``, ``levels``) and over the problems
+with no task-lint flag (``no_lint_flag``: the same shape), since a degenerate problem (constant
+output, independent of its inputs...) can be passed by a trivial kernel. ``problem_lint`` counts
+the flagged, clean and unknown problems (unknown: no evaluation of it ran the lint; they count as
+unflagged) and lists the flagged ones.
 """
 
 from __future__ import annotations
@@ -23,12 +29,28 @@ FAST_P = (0.0, 0.8, 1.0, 1.5, 2.0)
 
 
 def compute_metrics(chosen: dict[str, AttemptRecord]) -> dict[str, Any]:
+    records = list(chosen.values())
+    unflagged = [r for r in records if not r.problem_flags]
+    flagged = {r.problem_id: r.problem_flags for r in records if r.problem_flags}
+    return {
+        **_by_level(records),
+        "no_lint_flag": _by_level(unflagged),
+        "problem_lint": {
+            "flagged": len(flagged),
+            "clean": sum(1 for r in records if r.problem_flags == []),
+            "unknown": sum(1 for r in records if r.problem_flags is None),
+            "flagged_problems": dict(sorted(flagged.items())),
+        },
+    }
+
+
+def _by_level(records: list[AttemptRecord]) -> dict[str, Any]:
     by_level: dict[str, list[AttemptRecord]] = defaultdict(list)
-    for record in chosen.values():
+    for record in records:
         by_level[str(record.level) if record.level is not None else "none"].append(record)
     return {
-        "overall": summarise(list(chosen.values())),
-        "levels": {level: summarise(records) for level, records in sorted(by_level.items())},
+        "overall": summarise(records),
+        "levels": {level: summarise(group) for level, group in sorted(by_level.items())},
     }
 
 

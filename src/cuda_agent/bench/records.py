@@ -5,6 +5,7 @@ the evaluation (``EvalResult.to_dict()``), the trajectory file of an agent attem
 the run folder) and the wall time. Records are appended as attempts finish, so a crash loses
 nothing and a rerun skips what is done. Per problem, the *chosen* attempt is the best correct
 one (highest speed-up vs torch.compile, then vs eager), as the paper reports the best solution.
+A result may carry the problem's task lint (``problem_flags``, see ``evaluator/problem_lint.py``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,12 @@ class AttemptRecord:
     @property
     def correct(self) -> bool:
         return bool(self.result.get("correct"))
+
+    @property
+    def problem_flags(self) -> list[str] | None:
+        """The problem's task lint findings (``[]``: clean), or None where not known."""
+        flags = self.result.get("problem_flags")
+        return [str(f) for f in flags] if isinstance(flags, list) else None
 
     def rank(self) -> tuple[bool, float, float]:
         r = self.result

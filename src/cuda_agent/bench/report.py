@@ -6,13 +6,16 @@ little inline JavaScript, so it opens from ``file://`` with no network. The page
 
 1. a header with the run's information (problem set, backend, model or solutions, date, counts);
 2. the paper-style table (Table 1: pass rate, faster rates and geomean speed-ups per subset) of
-   this run next to comparison rows (other runs' metrics or ``paper.paper_metrics``), and a
-   fast_p table of this run;
+   this run, of this run over the problems with no task-lint flag, next to comparison rows
+   (other runs' metrics or ``paper.paper_metrics``), the list of flagged (degenerate)
+   problems, and a fast_p table of this run;
 3. histograms of the speed-ups vs eager and vs torch.compile of the correct chosen attempts
    (log2 bins);
 4. the per-problem table of the chosen attempts (verdict, reward, times, speed-ups, flags, the
-   error message of a failure), sortable by clicking a header, linking to
-5. the trajectory viewer: one collapsible section per agent attempt with a trajectory, turn by
+   problem's lint flags, the error message of a failure), sortable by clicking a header;
+   degenerate problems are marked, linking to
+5. (with KernelBench results) KernelBench's verdicts beside ours (``report_kb.py``);
+6. the trajectory viewer: one collapsible section per agent attempt with a trajectory, turn by
    turn (assistant messages, tool calls with their arguments, tool results, evaluations, exit).
 
 Every piece of data is HTML-escaped; trajectories are embedded as escaped HTML, never as
@@ -28,13 +31,19 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
-from html import escape
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from cuda_agent.bench.agreement import KernelBenchComparison
+from cuda_agent.bench.html_parts import el as _el
+from cuda_agent.bench.html_parts import note as _note
+from cuda_agent.bench.html_parts import section as _section
+from cuda_agent.bench.html_parts import table as _table
+from cuda_agent.bench.html_parts import txt as _txt
 from cuda_agent.bench.metrics import FAST_P, compute_metrics
 from cuda_agent.bench.records import AttemptRecord, chosen_attempts, read_records, read_run_info
+from cuda_agent.bench.report_kb import kernelbench_section
 
 MAX_TOOL_OUTPUT = 6000  # characters of a tool result shown (head and tail)
 MAX_TEXT = 20000  # characters of an assistant message or argument shown
@@ -61,8 +70,13 @@ _ERROR_LINE = re.compile(r"(?i)\b(error|fatal|undefined reference|traceback)\b")
 # --------------------------------------------------------------------------- public API
 
 
-def render_html(run_dir: Path, comparisons: Sequence[tuple[str, dict[str, Any]]] = ()) -> str:
-    """The report page of ``run_dir`` (with comparison rows ``(label, metrics)``) as a string."""
+def render_html(
+    run_dir: Path,
+    comparisons: Sequence[tuple[str, dict[str, Any]]] = (),
+    kernelbench: Sequence[KernelBenchComparison] = (),
+) -> str:
+    """The report page of ``run_dir`` (with comparison rows ``(label, metrics)`` and
+    KernelBench's verdicts beside ours, problem by problem) as a string."""
     run_dir = Path(run_dir)
     info = read_run_info(run_dir)
     records = read_records(run_dir)
@@ -76,18 +90,23 @@ def render_html(run_dir: Path, comparisons: Sequence[tuple[str, dict[str, Any]]]
         _section("Metrics", "metrics", _metrics_section(run_label, metrics, comparisons)),
         _section("Speed-up distributions", "distributions", _distributions(ordered)),
         _section("Problems", "problems", _problem_table(ordered, records)),
-        _section("Trajectories", "trajectories", _trajectories(run_dir, with_traj)),
     ]
-    return _page(f"Benchmark report: {run_label}", "\n".join(body))
+    if kernelbench:
+        body.append(_section("KernelBench", "kernelbench", kernelbench_section(kernelbench)))
+    body.append(_section("Trajectories", "trajectories", _trajectories(run_dir, with_traj)))
+    return _page(f"Benchmark report: {run_label}", "\n".join(body), bool(kernelbench))
 
 
 def write_html(
-    run_dir: Path, out_file: Path, comparisons: Sequence[tuple[str, dict[str, Any]]] = ()
+    run_dir: Path,
+    out_file: Path,
+    comparisons: Sequence[tuple[str, dict[str, Any]]] = (),
+    kernelbench: Sequence[KernelBenchComparison] = (),
 ) -> Path:
     """Render ``run_dir``'s report and write it to ``out_file`` (UTF-8); returns ``out_file``."""
     out_file = Path(out_file)
     out_file.parent.mkdir(parents=True, exist_ok=True)
-    out_file.write_text(render_html(Path(run_dir), comparisons), encoding="utf-8")
+    out_file.write_text(render_html(Path(run_dir), comparisons, kernelbench), encoding="utf-8")
     return out_file
 
 
@@ -156,42 +175,6 @@ def _problem_order(record: AttemptRecord) -> tuple[int, int, str]:
 # --------------------------------------------------------------------------- HTML helpers
 
 
-def _attrs(attrs: dict[str, Any] | None) -> str:
-    if not attrs:
-        return ""
-    parts = []
-    for name, value in attrs.items():
-        if value is None or value is False:
-            continue
-        key = name.rstrip("_").replace("_", "-")
-        parts.append(f" {key}" if value is True else f' {key}="{escape(str(value))}"')
-    return "".join(parts)
-
-
-def _el(tag: str, body: str = "", attrs: dict[str, Any] | None = None) -> str:
-    """An element whose ``body`` is already-safe HTML (escape data with ``_txt`` first)."""
-    return f"<{tag}{_attrs(attrs)}>{body}</{tag}>"
-
-
-def _txt(value: Any) -> str:
-    return escape(str(value), quote=True)
-
-
-def _section(title: str, anchor: str, body: str) -> str:
-    return _el("section", _el("h2", _txt(title)) + body, {"id": anchor})
-
-
-def _table(
-    head_rows: Iterable[str], body_rows: Iterable[str], attrs: dict[str, Any] | None = None
-) -> str:
-    head = _el("thead", "".join(head_rows))
-    return _el("table", head + _el("tbody", "".join(body_rows)), attrs)
-
-
-def _note(text: str) -> str:
-    return _el("p", _txt(text), {"class": "note"})
-
-
 # --------------------------------------------------------------------------- 1. header
 
 
@@ -240,6 +223,10 @@ def _metrics_section(
     levels = list((metrics.get("levels") or {}).keys())
     subsets = [("overall", "Overall")] + [(lv, _level_name(lv)) for lv in levels]
     rows = [_metrics_row(run_label, metrics, subsets, this_run=True)]
+    unflagged = metrics.get("no_lint_flag")
+    if isinstance(unflagged, dict):
+        label = f"{run_label}: problems with no lint flag"
+        rows.append(_metrics_row(label, unflagged, subsets, this_run=True))
     rows += [_metrics_row(label, m, subsets, this_run=False) for label, m in comparisons]
     group_head = _el("th", "Run", {"rowspan": 2}) + "".join(
         _el(
@@ -262,7 +249,33 @@ def _metrics_section(
         "correct solutions (chosen attempt per problem). Comparison rows other than this run "
         "come from their own sources (e.g. the paper's Table 1), with their own problem counts."
     )
-    return paper + caption + _el("h3", "fast_p (this run)") + _fast_p_table(metrics, subsets)
+    return (
+        paper
+        + caption
+        + _lint_note(metrics)
+        + _el("h3", "fast_p (this run)")
+        + _fast_p_table(metrics, subsets)
+    )
+
+
+def _lint_note(metrics: dict[str, Any]) -> str:
+    lint = metrics.get("problem_lint")
+    if not isinstance(lint, dict):
+        return ""
+    flagged = lint.get("flagged_problems") or {}
+    text = (
+        f"Task lint: {lint.get('flagged', 0)} problem(s) flagged as degenerate (a trivial "
+        f"kernel could pass them), {lint.get('clean', 0)} clean, {lint.get('unknown', 0)} not "
+        "linted (counted as unflagged). The second row of this run leaves the flagged out."
+    )
+    items = "".join(
+        _el("li", _txt(pid) + " " + _lint_flags(flags)) for pid, flags in flagged.items()
+    )
+    return _note(text) + (_el("ul", items, {"class": "lint"}) if items else "")
+
+
+def _lint_flags(flags: list[str]) -> str:
+    return "".join(_el("span", _txt(f), {"class": "flag lint"}) for f in flags)
 
 
 def _subset(metrics: dict[str, Any], key: str) -> dict[str, Any]:
@@ -476,6 +489,7 @@ PROBLEM_COLUMNS = (
     "vs eager",
     "vs compile",
     "Flags",
+    "Problem flags",
     "Trajectory",
 )
 
@@ -493,7 +507,8 @@ def _problem_table(ordered: list[AttemptRecord], records: list[AttemptRecord]) -
     rows = [_problem_row(r, attempts.get(r.problem_id, 1)) for r in ordered]
     return _table([head], rows, {"class": "problems sortable", "id": "problem-table"}) + _note(
         "One row per problem: its chosen attempt (the fastest correct one; for an unsolved "
-        "problem, its first attempt)."
+        "problem, its first attempt). Problem flags are the task lint's findings on the problem "
+        "itself (degenerate: a trivial kernel could pass it); '?' means not linted."
     )
 
 
@@ -525,6 +540,7 @@ def _problem_row(record: AttemptRecord, n_attempts: int) -> str:
         verdict_html += _el("div", _txt(message), {"class": "errmsg"})
     reward = _number(result.get("reward"))
     flags = [str(f) for f in result.get("flags") or []]
+    problem_flags = record.problem_flags
     numbers = [
         ("-" if reward is None else f"{reward:.2f}", reward),
         *[
@@ -549,11 +565,17 @@ def _problem_row(record: AttemptRecord, n_attempts: int) -> str:
         ),
         _el(
             "td",
+            "?" if problem_flags is None else _lint_flags(problem_flags),
+            {"data-v": "?" if problem_flags is None else " ".join(problem_flags)},
+        ),
+        _el(
+            "td",
             _el("a", "view", {"href": f"#{anchor}", "class": "trajlink"}) if anchor else "-",
             {"data-v": "1" if anchor else ""},
         ),
     ]
-    return _el("tr", "".join(cells), {"class": verdict_cls})
+    degenerate = " degenerate" if problem_flags else ""
+    return _el("tr", "".join(cells), {"class": verdict_cls + degenerate})
 
 
 # --------------------------------------------------------------------------- 5. trajectories
@@ -828,6 +850,9 @@ table.sortable thead th[data-dir=desc]::after { content: " ▼"; }
   max-width: 520px; max-height: 9em; overflow: auto; }
 .flag { display: inline-block; background: #fff8c5; border: 1px solid #d4a72c;
   border-radius: 8px; padding: 0 6px; margin: 1px; font-size: 12px; }
+.flag.lint { background: #ffebe9; border-color: #cf222e; }
+tr.degenerate td.pid::after { content: " ⚠"; color: #cf222e; }
+.verdict.missing { color: var(--muted); }
 .note { color: var(--muted); font-size: 12.5px; } .warn { color: var(--fail); }
 .figures { display: flex; flex-wrap: wrap; gap: 18px; } figure { margin: 0; }
 svg.histogram { background: #fff; border: 1px solid var(--line); }
@@ -911,18 +936,13 @@ JS = """
 """
 
 
-def _page(title: str, body: str) -> str:
+def _page(title: str, body: str, kernelbench: bool = False) -> str:
+    links = [("metrics", "Metrics"), ("distributions", "Distributions"), ("problems", "Problems")]
+    if kernelbench:
+        links.append(("kernelbench", "KernelBench"))
+    links.append(("trajectories", "Trajectories"))
     nav = _el(
-        "nav",
-        "".join(
-            _el("a", _txt(name), {"href": f"#{anchor}"})
-            for anchor, name in (
-                ("metrics", "Metrics"),
-                ("distributions", "Distributions"),
-                ("problems", "Problems"),
-                ("trajectories", "Trajectories"),
-            )
-        ),
+        "nav", "".join(_el("a", _txt(name), {"href": f"#{anchor}"}) for anchor, name in links)
     )
     head = (
         '<meta charset="utf-8">'

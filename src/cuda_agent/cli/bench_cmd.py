@@ -10,6 +10,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
+from cuda_agent.bench.agreement import is_kernelbench_results, kernelbench_comparison
 from cuda_agent.bench.metrics import compute_metrics
 from cuda_agent.bench.paper import TABLE_1, paper_metrics
 from cuda_agent.bench.records import AttemptRecord, chosen_attempts, read_records
@@ -26,6 +27,7 @@ from cuda_agent.cli.common import (
 )
 from cuda_agent.cli.pools import make_pool
 from cuda_agent.cli.progress_log import Reporter
+from cuda_agent.cli.report_text import print_kernelbench, print_lint_summary
 from cuda_agent.cli.solve_cmd import check_tool_format
 from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.evaluator.options import EvalOptions
@@ -167,22 +169,46 @@ def report_command(
     run_dir: Path = typer.Argument(..., help="A run folder made by `bench run`."),
     as_json: bool = typer.Option(False, "--json", help="Print the metrics as JSON."),
     html: Path | None = typer.Option(None, help="Write a self-contained HTML report here."),
-    compare: list[str] = typer.Option([], help="Another run folder, or paper:MODEL."),
+    compare: list[str] = typer.Option(
+        [],
+        help="Another run folder, paper:MODEL, or KernelBench results (its eval_results.json "
+        "or benchmarks/compat's kernelbench JSONL): problem by problem beside this run.",
+    ),
+    kb_level: int | None = typer.Option(
+        None, help="The level of a KernelBench eval_results.json (default: the run's level)."
+    ),
 ) -> None:
-    """The paper's metrics for a run (and others side by side)."""
+    """The paper's metrics for a run (and others side by side), over all problems and over
+    the problems with no task-lint flag."""
     records = read_records(run_dir)
     if not records:
         raise CudaAgentError(f"{run_dir}: no results.jsonl records")
     metrics = compute_metrics(chosen_attempts(records))
-    comparisons = [resolve_comparison(spec) for spec in compare]
+    kernelbench = [
+        kernelbench_comparison(Path(spec), records, kb_level)
+        for spec in compare
+        if is_kernelbench_results(spec)
+    ]
+    comparisons = [resolve_comparison(s) for s in compare if not is_kernelbench_results(s)]
+    comparisons += [(k.label, k.metrics) for k in kernelbench]
     if as_json:
-        print_json({**metrics, "compare": {label: m for label, m in comparisons}})
+        print_json(
+            {
+                **metrics,
+                "compare": {label: m for label, m in comparisons},
+                "kernelbench": {k.label: k.to_dict() for k in kernelbench},
+            }
+        )
     else:
-        _print_table([("this run", metrics), *comparisons])
+        unflagged = ("this run, no lint flag", metrics["no_lint_flag"])
+        _print_table([("this run", metrics), unflagged, *comparisons])
+        print_lint_summary(metrics)
+        for comparison in kernelbench:
+            print_kernelbench(comparison)
     if html is not None:
         from cuda_agent.bench.report import write_html
 
-        write_html(run_dir, html, comparisons)
+        write_html(run_dir, html, comparisons, kernelbench)
         err_console.print(f"wrote {html}")
 
 
@@ -225,9 +251,9 @@ def _cell(entry: dict[str, Any] | None) -> str:
         return "-" if v is None else f"{v:.2f}x"
 
     return (
-        f"{pct(entry['pass_rate'])} | {pct(entry['faster_rate_eager'])} | "
-        f"{pct(entry['faster_rate_compile'])} | {x(entry['geomean_speedup_eager'])} | "
-        f"{x(entry['geomean_speedup_compile'])}"
+        f"{pct(entry.get('pass_rate'))} | {pct(entry.get('faster_rate_eager'))} | "
+        f"{pct(entry.get('faster_rate_compile'))} | {x(entry.get('geomean_speedup_eager'))} | "
+        f"{x(entry.get('geomean_speedup_compile'))}"
     )
 
 

@@ -113,6 +113,7 @@ class EvalResult:
     error: StageError | None = None
     generalizes: bool | None = None  # --shapes: every other size passed (None: not checked)
     details: dict[str, Any] = field(default_factory=dict)
+    problem_flags: list[str] | None = None  # the problem's task lint; None: not known
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)

@@ -20,6 +20,7 @@ from typing import Any
 
 from cuda_agent.core.paths import ensure_dir, scratch_dir
 from cuda_agent.core.types import EvalResult, Problem, Solution, SolutionKind, StageError
+from cuda_agent.evaluator import problem_lint
 from cuda_agent.evaluator.baselines import compile_baseline
 from cuda_agent.evaluator.build.builder import BuildResult, build_extension
 from cuda_agent.evaluator.build.inline import inline_spec, workdir_spec
@@ -113,6 +114,7 @@ def execute(
     """
     result, opts = prepared.result, prepared.opts
     if prepared.error is not None:
+        problem_lint.attach(result, prepared.problem, opts, None)  # a cached lint, if any
         return _finish(result, opts, prepared.error)
     notify = progress or _silent
     stage_times: dict[str, float] = result.details["timings_s"]
@@ -132,6 +134,7 @@ def execute(
         )
         stage_times["worker"] = round(time.monotonic() - started, 3)
         error = _absorb_worker(result, outcome)
+        problem_lint.attach(result, prepared.problem, opts, outcome.record)
         if error is None and "compile" in opts.baselines and result.correct:
             started = time.monotonic()
             notify("baseline", "torch.compile baseline")
@@ -212,6 +215,7 @@ def _run_candidate(
         precision=opts.precision,
         profile=opts.profile,
         timing=opts.timing,
+        problem_lint=problem_lint.lint_wanted(problem, opts),
     )
     labels = {"load": "loading", "verify": "verifying", "time": "timing", "profile": "profiling"}
 

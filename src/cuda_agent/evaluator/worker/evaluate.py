@@ -48,6 +48,7 @@ from cuda_agent.evaluator.worker.kernels import (
 )
 from cuda_agent.evaluator.worker.modules import describe_exception
 from cuda_agent.evaluator.worker.precision import apply_precision
+from cuda_agent.evaluator.worker.problem_lint import lint_reference
 from cuda_agent.evaluator.worker.protocol import ResultChannel, WorkerRequest
 from cuda_agent.evaluator.worker.reference import ProblemFailure, Reference, build_reference
 from cuda_agent.evaluator.worker.shim import BuildShim
@@ -114,6 +115,9 @@ def _evaluate(
     canary = fingerprint_nested(_call(ref.model, clone_nested(ref.verify_sets[0])))
     device.synchronize()
     phases.mark("reference_and_inputs")
+    if req.problem_lint:  # the parent has no cached lint of this problem (problem_lint.py)
+        result["problem_lint"] = lint_reference(ref, req.seed, req.atol, req.rtol, device)
+        phases.mark("problem_lint")
     prime_recorder()
     set_compile_disabled(req.policy == "strict")
     state = GlobalState()

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from cuda_agent.evaluator.worker.compare import compare
+from cuda_agent.evaluator.worker.construct import build_on_device
 from cuda_agent.evaluator.worker.device import Device, make_device
 from cuda_agent.evaluator.worker.modules import describe_exception
 from cuda_agent.evaluator.worker.precision import apply_precision
@@ -60,8 +61,7 @@ def check_reference(
     """Run and lint the problem ``source``; the report, and the reference it built."""
     ref = build_reference(source, seed, device, verify_trials=INPUT_DRAWS, timing_sets=0)
     times: list[float] = []
-    outputs = [_forward(ref.model, inputs, device, times) for inputs in ref.verify_sets]
-    again = _forward(ref.model, ref.verify_sets[0], device, times)
+    outputs = [run_forward(ref.model, inputs, device, times) for inputs in ref.verify_sets]
     tensors = list(iter_tensors(outputs[0]))
     if not tensors:
         raise ProblemFailure("Model.forward returned no tensor")
@@ -70,35 +70,12 @@ def check_reference(
             bool(torch.isfinite(t).all()) for t in iter_tensors(out) if t.is_floating_point()
         ):
             raise ProblemFailure("Model.forward returned NaN or infinite values")
-    lint: list[str] = []
-    warnings: list[str] = []
-    if not compare(outputs[0], again, atol, rtol).ok:
-        lint.append("nondeterministic")
-    elif fingerprint_nested(outputs[0]) != fingerprint_nested(again):
-        warnings.append("not bitwise deterministic (within tolerance)")
-    if all(compare(outputs[0], other, atol, rtol).ok for other in outputs[1:]):
-        lint.append("independent_of_inputs")
-    params = sum(p.numel() for p in ref.model.parameters())
-    if params:
-        other = build_reference(
-            source,
-            derive_seed(seed, "other-init"),
-            device,
-            verify_trials=1,
-            timing_sets=0,
-        )
-        out_w = _forward(other.model, ref.verify_sets[0], device, times)
-        if compare(outputs[0], out_w, atol, rtol).ok:
-            lint.append("independent_of_weights")
-    if all(compare(out, map_tensors(out, torch.zeros_like), atol, rtol).ok for out in outputs):
-        lint.append("zeros_pass")
-    if all(compare(out, map_tensors(out, _own_mean), atol, rtol).ok for out in outputs):
-        lint.append("constant_pass")
+    lint, warnings = lint_outputs(ref, outputs, seed, atol, rtol, device, times)
     report = {
         "ok": True,
         "inputs": describe_shapes(ref.verify_sets[0]),
         "outputs": describe_shapes(outputs[0]),
-        "parameters": params,
+        "parameters": sum(p.numel() for p in ref.model.parameters()),
         "forward_ms": round(statistics.median(times), 3),
         "lint": lint,
         "warnings": warnings,
@@ -107,7 +84,56 @@ def check_reference(
     return report, ref
 
 
-def _forward(model: torch.nn.Module, inputs: list[Any], device: Device, times: list[float]) -> Any:
+def lint_outputs(
+    ref: Reference,
+    outputs: list[Any],
+    seed: int,
+    atol: float,
+    rtol: float,
+    device: Device,
+    times: list[float],
+) -> tuple[list[str], list[str]]:
+    """The lint findings and warnings of a built reference, given its outputs on the first
+    ``len(outputs)`` verification sets (the flags of the module docstring; with a single set,
+    ``independent_of_inputs`` cannot be judged and is not reported)."""
+    again = run_forward(ref.model, ref.verify_sets[0], device, times)
+    lint: list[str] = []
+    warnings: list[str] = []
+    if not compare(outputs[0], again, atol, rtol).ok:
+        lint.append("nondeterministic")
+    elif fingerprint_nested(outputs[0]) != fingerprint_nested(again):
+        warnings.append("not bitwise deterministic (within tolerance)")
+    if len(outputs) > 1 and all(compare(outputs[0], o, atol, rtol).ok for o in outputs[1:]):
+        lint.append("independent_of_inputs")
+    if sum(p.numel() for p in ref.model.parameters()):
+        other = _other_init(ref, derive_seed(seed, "other-init"), device)
+        out_w = run_forward(other, ref.verify_sets[0], device, times)
+        del other
+        if compare(outputs[0], out_w, atol, rtol).ok:
+            lint.append("independent_of_weights")
+    if all(compare(out, map_tensors(out, torch.zeros_like), atol, rtol).ok for out in outputs):
+        lint.append("zeros_pass")
+    if all(compare(out, map_tensors(out, _own_mean), atol, rtol).ok for out in outputs):
+        lint.append("constant_pass")
+    return lint, warnings
+
+
+def _other_init(ref: Reference, seed: int, device: Device) -> torch.nn.Module:
+    """The reference's ``Model`` built again from another seed (other initial weights)."""
+    try:
+        model, _ = build_on_device(ref.module.Model, ref.init_args, seed, device)
+    except Exception as err:
+        raise ProblemFailure(
+            f"Model(*get_init_inputs()) failed: {describe_exception(err, (PROBLEM_FILE,))}"
+        ) from None
+    if not isinstance(model, torch.nn.Module):
+        raise ProblemFailure(f"Model(*get_init_inputs()) returned {type(model).__name__}")
+    return model.eval()
+
+
+def run_forward(
+    model: torch.nn.Module, inputs: list[Any], device: Device, times: list[float]
+) -> Any:
     start = time.perf_counter()
     try:
         out = model(*clone_nested(inputs))

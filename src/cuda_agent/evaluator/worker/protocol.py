@@ -62,6 +62,7 @@ class WorkerRequest:
     lock_path: str = ""  # the device's timing lock (set by the pool for shared devices)
     batch: list[dict[str, Any]] = field(default_factory=list)  # synth_check, shape_plan: sources
     window_ms: list[float] = field(default_factory=list)  # synth_check: eager runtime window
+    problem_lint: bool = False  # evaluate: also lint the problem (evaluator/problem_lint.py)
 
     def to_json(self) -> str:
         data = dict(self.__dict__)
