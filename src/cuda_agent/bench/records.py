@@ -79,3 +79,17 @@ def write_run_info(run_dir: Path, info: dict[str, Any]) -> None:
 def read_run_info(run_dir: Path) -> dict[str, Any]:
     path = run_dir / RUN_FILE
     return dict(json.loads(path.read_text(encoding="utf-8"))) if path.exists() else {}
+
+
+def isolation_summary(records: list[AttemptRecord]) -> str:
+    """``landlock+netns (227)``, or ``NONE: 12 of 227 ran unsandboxed (--allow-unsandboxed);
+    bwrap (215)``: the isolation the run's candidates ran under, unsandboxed ones first."""
+    counts: dict[str, int] = {}
+    for record in records:
+        name = str(record.result.get("details", {}).get("isolation") or "not recorded")
+        counts[name] = counts.get(name, 0) + 1
+    parts = [f"{name} ({n})" for name, n in sorted(counts.items()) if name != "none"]
+    if counts.get("none"):
+        head = f"NONE: {counts['none']} of {len(records)} ran unsandboxed (--allow-unsandboxed)"
+        return "; ".join([head, *parts])
+    return ", ".join(parts) or "not recorded"

@@ -42,7 +42,13 @@ from cuda_agent.bench.html_parts import section as _section
 from cuda_agent.bench.html_parts import table as _table
 from cuda_agent.bench.html_parts import txt as _txt
 from cuda_agent.bench.metrics import FAST_P, compute_metrics
-from cuda_agent.bench.records import AttemptRecord, chosen_attempts, read_records, read_run_info
+from cuda_agent.bench.records import (
+    AttemptRecord,
+    chosen_attempts,
+    isolation_summary,
+    read_records,
+    read_run_info,
+)
 from cuda_agent.bench.report_kb import kernelbench_section
 
 MAX_TOOL_OUTPUT = 6000  # characters of a tool result shown (head and tail)
@@ -184,7 +190,7 @@ def _header(
     records: list[AttemptRecord],
     chosen: dict[str, AttemptRecord],
 ) -> str:
-    items = [("Run folder", str(run_dir))]
+    items = [("Isolation", isolation_summary(records)), ("Run folder", str(run_dir))]
     for key, label in RUN_INFO_KEYS:
         if info.get(key) not in (None, ""):
             items.append((label, _info_value(key, info[key])))

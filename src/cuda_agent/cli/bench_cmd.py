@@ -13,7 +13,12 @@ from rich.table import Table
 from cuda_agent.bench.agreement import is_kernelbench_results, kernelbench_comparison
 from cuda_agent.bench.metrics import compute_metrics
 from cuda_agent.bench.paper import TABLE_1, paper_metrics
-from cuda_agent.bench.records import AttemptRecord, chosen_attempts, read_records
+from cuda_agent.bench.records import (
+    AttemptRecord,
+    chosen_attempts,
+    isolation_summary,
+    read_records,
+)
 from cuda_agent.bench.run import AgentSpec, run_agent, run_solutions, summary_counts
 from cuda_agent.cli.common import (
     err_console,
@@ -184,6 +189,7 @@ def report_command(
     if not records:
         raise CudaAgentError(f"{run_dir}: no results.jsonl records")
     metrics = compute_metrics(chosen_attempts(records))
+    isolation = isolation_summary(records)
     kernelbench = [
         kernelbench_comparison(Path(spec), records, kb_level)
         for spec in compare
@@ -194,12 +200,14 @@ def report_command(
     if as_json:
         print_json(
             {
+                "isolation": isolation,
                 **metrics,
                 "compare": {label: m for label, m in comparisons},
                 "kernelbench": {k.label: k.to_dict() for k in kernelbench},
             }
         )
     else:
+        out_console.print(f"isolation: {isolation}", markup=False, soft_wrap=True)
         unflagged = ("this run, no lint flag", metrics["no_lint_flag"])
         _print_table([("this run", metrics), unflagged, *comparisons])
         print_lint_summary(metrics)
