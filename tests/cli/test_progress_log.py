@@ -23,7 +23,7 @@ def test_plain_lines_and_summaries_say_what_runs(
         board.finish(first)
         reporter.finished("L1_1: correct (1.0 s)")
         time.sleep(0.3)
-    lines = capsys.readouterr().out.splitlines()
+    lines = capsys.readouterr().err.splitlines()
     assert lines[0] == "bench: 3 jobs, 0 already done"
     assert any(
         line.endswith("L1_1: correct (1.0 s)") and line.startswith("[1/3 ") for line in lines

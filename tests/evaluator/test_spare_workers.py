@@ -1,6 +1,12 @@
 """Spare evaluation workers: real processes, started ahead, each used once."""
 
+import threading
+import time
+
+import pytest
+
 from cuda_agent.evaluator.worker_process import SpareWorkers, worker_env
+from cuda_agent.workspace.isolation import bwrap_usable
 
 
 def test_spares_are_kept_at_depth_and_never_reused(tmp_path) -> None:
@@ -39,6 +45,33 @@ def test_only_the_most_recent_environments_keep_spares(tmp_path) -> None:
         evicted_queue = spares.waiting("cpu", envs[0])
         assert evicted_queue == 0
         assert spares.waiting("cpu", envs[1]) == 1 and spares.waiting("cpu", envs[2]) == 1
+    finally:
+        spares.close()
+        for handle in taken:
+            handle.proc.kill()
+            handle.proc.wait()
+
+
+def test_a_spare_outlives_the_thread_that_asked_for_it(tmp_path, monkeypatch) -> None:
+    """bubblewrap's --die-with-parent fires when the *thread* that started the child ends:
+    a service answers each request on its own thread, and the spare its request started
+    must still be alive for the next one (CI saw it killed by SIGKILL during load)."""
+    if not bwrap_usable():
+        pytest.skip("bubblewrap is not usable here")
+    monkeypatch.setenv("CUDA_AGENT_ISOLATION", "bwrap")
+    spares = SpareWorkers(tmp_path)
+    env = worker_env()
+    taken = []
+    try:
+        asker = threading.Thread(
+            target=lambda: taken.append(spares.take("cpu", env, sandboxed=True, depth=1))
+        )
+        asker.start()
+        asker.join()
+        time.sleep(1.0)
+        assert taken[0].proc.poll() is None, f"the taken worker died: {taken[0].proc.returncode}"
+        assert spares.waiting("cpu", env, sandboxed=True) == 1
+        assert spares.wait_ready(timeout_s=180), "the waiting spare died"
     finally:
         spares.close()
         for handle in taken:

@@ -1,8 +1,8 @@
 """Progress of long runs (bench, synth, problems lint): a live bar on a terminal, plain lines
-in a log.
+in a log. Progress never goes to stdout, which stays the command's result (``--json``).
 
-When stdout is a terminal, a rich progress bar (on stderr). Otherwise one plain line per
-finished job on stdout, flushed at once (``[12/227 1m40s] L1_5: correct 1.23x eager (14.2 s)``),
+When stderr is a terminal, a rich progress bar (on stderr). Otherwise one plain line per
+finished job on stderr, flushed at once (``[12/227 1m40s] L1_5: correct 1.23x eager (14.2 s)``),
 and every ``interval`` seconds a summary from the pool's job board: done / running per phase /
 queued, and the jobs longest in their phase, so a stuck run says where. If nothing finishes for
 ``stall_s`` seconds, every thread's stack goes to stderr (``diagnostics.StallWatch``).
@@ -32,7 +32,7 @@ def plain_wanted() -> bool:
     mode = os.environ.get("CUDA_AGENT_PROGRESS", "auto")
     if mode in ("plain", "bar"):
         return mode == "plain"
-    return not sys.stdout.isatty()
+    return not sys.stderr.isatty()
 
 
 class Reporter:
@@ -124,5 +124,5 @@ class Reporter:
         return f"{seconds // 60}m{seconds % 60:02d}s"
 
     def _print(self, line: str) -> None:
-        sys.stdout.write(line + "\n")
-        sys.stdout.flush()
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()

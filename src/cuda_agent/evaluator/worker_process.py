@@ -26,6 +26,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -214,7 +215,10 @@ class SpareWorkers:
     reference solutions) needs several, started in a staggered way. At most ``max_envs``
     environments keep spares (the least recently used one's are stopped): a long-lived
     process that evaluates under many environments does not pile up idle workers.
-    Thread-safe.
+    Thread-safe. Spares are started from one thread that lives as long as this object:
+    bubblewrap's ``--die-with-parent`` (``PR_SET_PDEATHSIG``) kills a child when the *thread*
+    that started it ends, so a spare started by a short-lived thread (a service request)
+    would be killed under the next evaluation.
     """
 
     def __init__(self, root: Path, max_envs: int = 4) -> None:
@@ -222,7 +226,21 @@ class SpareWorkers:
         self.max_envs = max_envs
         self._spares: dict[str, list[WorkerHandle]] = {}  # insertion order = recency
         self._lock = threading.Lock()
+        self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spare-spawner")
         atexit.register(self.close)
+
+    def _spawn(
+        self, backend: str, env: dict[str, str], sandboxed: bool, allow_unsandboxed: bool
+    ) -> WorkerHandle:
+        job = self._spawner.submit(
+            spawn_worker,
+            backend,
+            env,
+            self._folder(),
+            sandboxed=sandboxed,
+            allow_unsandboxed=allow_unsandboxed,
+        )
+        return job.result()
 
     def take(
         self,
@@ -233,9 +251,7 @@ class SpareWorkers:
         allow_unsandboxed: bool = False,
     ) -> WorkerHandle:
         key = _env_key(backend, env, sandboxed)
-        start = functools.partial(
-            spawn_worker, backend, env, sandboxed=sandboxed, allow_unsandboxed=allow_unsandboxed
-        )
+        start = functools.partial(self._spawn, backend, env, sandboxed, allow_unsandboxed)
         with self._lock:
             queue = self._queue(key)
             for handle in [h for h in queue if h.proc.poll() is not None]:
@@ -245,11 +261,11 @@ class SpareWorkers:
                 _poll_ready(handle, 0.0)
             chosen = next((h for h in queue if h.ready), queue[0] if queue else None)
             if chosen is None:
-                chosen = start(self._folder())
+                chosen = start()
             else:
                 queue.remove(chosen)
             while len(queue) < max(1, depth):
-                queue.append(start(self._folder()))
+                queue.append(start())
         return chosen
 
     def prime(
@@ -264,15 +280,7 @@ class SpareWorkers:
         with self._lock:
             queue = self._queue(_env_key(backend, env, sandboxed))
             while len(queue) < max(1, depth):
-                queue.append(
-                    spawn_worker(
-                        backend,
-                        env,
-                        self._folder(),
-                        sandboxed=sandboxed,
-                        allow_unsandboxed=allow_unsandboxed,
-                    )
-                )
+                queue.append(self._spawn(backend, env, sandboxed, allow_unsandboxed))
 
     def waiting(self, backend: str, env: dict[str, str], sandboxed: bool = False) -> int:
         """How many started spares wait for an evaluation in this environment."""
