@@ -60,6 +60,7 @@ class LightIndex:
     base_header: dict[str, str] = field(default_factory=dict)  # kind -> spelling of base header
     namespaces: frozenset[str] = frozenset()  # names that some header opens as a namespace
     shadow_dir: str = ""
+    key: str = ""  # identifies the index (and its shadow folder) in cache keys
 
 
 def unit_level(prelude: str, body: str) -> int:

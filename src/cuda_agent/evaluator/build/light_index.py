@@ -32,9 +32,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from cuda_agent.core.paths import builds_dir
 from cuda_agent.evaluator.build.cxxscan import DeclarationScanner
 from cuda_agent.evaluator.build.light import LightIndex
-from cuda_agent.evaluator.build.toolchain import CXX_STD, Toolchain
+from cuda_agent.evaluator.build.toolchain import CXX_STD, EXTENSION_DEFINE, Toolchain
 
 log = logging.getLogger(__name__)
 
@@ -87,11 +88,18 @@ def load_index(folder: Path) -> LightIndex | None:
         base_header=dict(data["base_header"]),
         namespaces=frozenset(data["namespaces"]),
         shadow_dir=str(folder / "shadow"),
+        key=folder.name,
     )
 
 
 def ensure_index(root: Path, toolchain: Toolchain, deadline: float) -> LightIndex | None:
-    """The toolchain's light index, building it (under a lock) when missing."""
+    """The toolchain's light index, building it (under a lock) when missing.
+
+    A read-only shared cache (a sandboxed worker) still serves an index built there.
+    """
+    shared = _safe_load(index_dir(builds_dir(), toolchain))
+    if shared is not None:
+        return shared
     folder = index_dir(root, toolchain)
     index = _safe_load(folder)
     if index is not None or (folder / "FAILED").exists():
@@ -121,11 +129,21 @@ def ensure_index(root: Path, toolchain: Toolchain, deadline: float) -> LightInde
     return _safe_load(folder)
 
 
+_LOADED: dict[str, LightIndex] = {}
+
+
 def _safe_load(folder: Path) -> LightIndex | None:
+    """``load_index``, once per process and folder; None when missing or unreadable."""
+    cached = _LOADED.get(str(folder))
+    if cached is not None:
+        return cached
     try:
-        return load_index(folder)
+        index = load_index(folder)
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    if index is not None:
+        _LOADED[str(folder)] = index
+    return index
 
 
 def _key(toolchain: Toolchain) -> str:
@@ -240,7 +258,7 @@ def _preprocess(
     source = folder / ("umbrella.cu" if cuda else "umbrella.cpp")
     source.write_text(text, encoding="utf-8")
     includes = [arg for inc in toolchain.system_includes for arg in ("-isystem", inc)]
-    flags = [CXX_STD, *toolchain.defines, "-DTORCH_API_INCLUDE_EXTENSION_H", *extra, *includes]
+    flags = [CXX_STD, *toolchain.defines, EXTENSION_DEFINE, *extra, *includes]
     if cuda:
         assert toolchain.nvcc is not None
         dd = ["-Xcompiler", "-dD"] if defines else []
