@@ -35,6 +35,7 @@ from cuda_agent.core.paths import builds_dir, ensure_dir
 from cuda_agent.evaluator.build.compiler_log import DIAGNOSTIC, summarise
 from cuda_agent.evaluator.build.light import LightIndex, blank_umbrellas, light_prelude, unit_level
 from cuda_agent.evaluator.build.light_index import ensure_index
+from cuda_agent.evaluator.build.nvcc_pipeline import compile_cu
 from cuda_agent.evaluator.build.pch import PRELUDE, ensure_pch, pch_header, wants_pch
 from cuda_agent.evaluator.build.spec import ExtensionSpec, SourceFile
 from cuda_agent.evaluator.build.toolchain import Toolchain, ToolchainError, discover
@@ -381,7 +382,10 @@ def _compile(variant: _Variant, folder: Path, name: str, deadline: float) -> tup
         command = [*variant.pch_base, "-include", NAME_HEADER]  # same result, without the PCH
     cwd = folder.parent if folder.name == ".light" else folder
     source = f".light/{name}" if folder.name == ".light" else name
-    ok, log = _run([*command, "-c", source, "-o", str(tmp_obj)], cwd, deadline)
+    if name.endswith(".cu"):
+        ok, log = compile_cu(command, source, str(tmp_obj), cwd, deadline, variant.key)
+    else:
+        ok, log = _run([*command, "-c", source, "-o", str(tmp_obj)], cwd, deadline)
     if ok:
         os.replace(tmp_obj, variant.cached_object)
     return ok, log

@@ -39,10 +39,12 @@ from cuda_agent.evaluator.build.toolchain import CXX_STD, EXTENSION_DEFINE, Tool
 
 log = logging.getLogger(__name__)
 
-INDEX_VERSION = "1"
+INDEX_VERSION = "3"
 BASE_COMMON = (
     "ATen/core/Tensor.h",
     "ATen/Dispatch.h",
+    "ATen/ops/empty_like.h",  # TensorOperators.h expects it from ATen/Functions.h
+    "ATen/TensorOperators.h",
     "ATen/TensorUtils.h",
     "ATen/TracerMode.h",
     "ATen/core/Generator.h",
@@ -222,7 +224,9 @@ def _write_shadow(shadow: Path, toolchain: Toolchain, kinds: list[str]) -> None:
     rest = OP_INCLUDE_LINE.sub("", text)  # keep the operators its own inline functions call
     called = set(re.findall(r"\bat::(\w+)\(", rest))
     kept_ops = OP_INCLUDE_LINE.sub(lambda m: m.group(0) if m.group(1) in called else "", text)
-    (shadow / "ATen" / "Functions.h").write_text(kept_ops, encoding="utf-8")
+    (shadow / "ATen" / "Functions.h").write_text(
+        HEAVY_OP_INCLUDES.sub("", kept_ops), encoding="utf-8"
+    )
     types = _find(toolchain, "torch/types.h").read_text(encoding="utf-8")
     kept = ANY_INCLUDE.sub(lambda m: m.group(0) if m.group(1) == "optional" else "", types)
     (shadow / "torch").mkdir()
