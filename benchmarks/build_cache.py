@@ -15,7 +15,8 @@ Default mode, on one candidate of our own (``cpp_sources`` and ``cuda_sources`` 
   nobody compiled before;
 * cached: the same candidate again;
 * CUDA source edited: one constant changed in ``cuda_sources`` (only ``cuda.cu`` recompiles);
-* stock load_inline, cold: torch's own ``load_inline`` on the same sources, its own folder.
+* stock load_inline, cold: torch's own ``load_inline`` on the same sources, its own folder;
+* the workdir shape (``examples/bias_gelu_scale``): cold, one kernel file edited, cached.
 
 ``--corpus`` measures distinct candidates of a public corpus (JSON lines with ``custom_code``,
 e.g. CUDA-L1's) the same way: ours cold with a warm toolchain, then stock ``load_inline``.
@@ -199,9 +200,39 @@ def own_candidate(args: argparse.Namespace) -> list[dict[str, Any]]:
     ours(args.backend, edited, label, rows)
     if not args.skip_peer:
         stock(args.backend, candidate(args.backend, "3.5f"), "stock load_inline, cold", rows)
+    workdir(args.backend, rows)
     for cache in caches:
         shutil.rmtree(cache, ignore_errors=True)
     return rows
+
+
+def workdir(backend: str, rows: list[dict[str, Any]]) -> None:
+    """The CUDA Agent workdir shape (kernels/ + binding files) in the same warm cache."""
+    from cuda_agent.evaluator.build.builder import build_extension
+    from cuda_agent.evaluator.build.inline import workdir_spec
+    from cuda_agent.examples import examples_root
+    from cuda_agent.solutions.loader import load_solution
+    from cuda_agent.workspace.template_files import harness_binding_files
+
+    solution = load_solution(examples_root() / "bias_gelu_scale" / backend)
+    kernels = {k: v for k, v in solution.files.items() if k.startswith("kernels/")}
+    kernel_file = next(k for k in kernels if not k.endswith("_binding.cpp"))
+    kernels[kernel_file] += f"\n// bench {secrets.token_hex(4)}\n"
+    harness = harness_binding_files()
+    for label in ("workdir: cold", "workdir: kernel file edited", "workdir: cached"):
+        if label.endswith("edited"):
+            kernels[kernel_file] += f"\n// edit {secrets.token_hex(4)}\n"
+        with CpuClock() as clock:
+            result = build_extension(workdir_spec(backend, kernels, harness), timeout_s=1800)
+        rows.append(
+            {
+                "build": label,
+                "wall_s": clock.wall,
+                "cpu_s": clock.cpu,
+                "compiled": result.objects_built,
+                "ok": result.ok,
+            }
+        )
 
 
 def corpus_calls(path: Path, n: int) -> list[tuple[str, dict[str, Any]]]:

@@ -99,7 +99,7 @@ def test_cpu_host_code_with_operators_builds_in_both_layouts() -> None:
     ("source", "functions", "expected"),
     [
         (DUPLICATE_MODULE, ["twice"], "redefinition"),
-        (SYNTAX_ERROR, ["broken"], "cpp_sources:4: error: expected"),
+        (SYNTAX_ERROR, ["broken"], "cpp_sources:5: error: expected"),
         (MISSING_NAME, ["missing"], "not_an_operator"),
         (AMBIGUOUS, ["use"], "ambiguous"),
     ],
@@ -113,11 +113,11 @@ def test_cpu_failures_match_stock(source: str, functions: list[str], expected: s
 
 
 def test_auto_falls_back_to_stock_when_light_lacks_a_header() -> None:
-    # token pasting hides ``empty_like`` from the name scan: the light text cannot compile
+    # token pasting hides ``sigmoid`` from the name scan: the light text cannot compile
     source = """
     #include <torch/extension.h>
     #define JOIN(a, b) a##b
-    torch::Tensor hidden(torch::Tensor x) { return at::JOIN(empty_, like)(x).fill_(1); }
+    torch::Tensor hidden(torch::Tensor x) { return at::JOIN(sig, moid)(x); }
     """
     spec = inline_spec("cpu", "kb_hidden", source, functions=["hidden"])
     light = build_extension(spec, layout="light", timeout_s=1800)

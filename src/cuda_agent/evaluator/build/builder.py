@@ -204,19 +204,25 @@ def _plan_unit(spec: ExtensionSpec, toolchain: Toolchain, src: SourceFile, root:
 def _plan_light(
     spec: ExtensionSpec, toolchain: Toolchain, units: list[_Unit], root: Path, deadline: float
 ) -> None:
-    """Add the light variant to each ``load_inline`` unit it applies to."""
-    if not any(u.source.body_offset is not None for u in units):
+    """Add the light variant to each ``load_inline`` unit it applies to (units that see a
+    torch umbrella header: ``torch/types.h`` or ``torch/extension.h``)."""
+    levels = {
+        u.source.name: unit_level(u.source.prelude, u.source.body)
+        for u in units
+        if u.source.body_offset is not None
+    }
+    if not any(levels.values()):
         return
     index = ensure_index(root, toolchain, deadline)
     if index is None:
         return
     for unit in units:
         src = unit.source
-        if src.body_offset is None:
+        if not levels.get(src.name):
             continue
         kind = "cuda" if src.is_cuda else "cxx"
         body = src.body
-        prelude = light_prelude(index, kind, unit_level(src.prelude, body), body)
+        prelude = light_prelude(index, kind, levels[src.name], body)
         if prelude is not None:
             text = prelude + blank_umbrellas(body)
             pch = "" if src.is_cuda else f"#include <{index.base_header[kind]}>\n"
@@ -248,7 +254,9 @@ def _variant(
         keyed = [*keyed_base, "-include", NAME_HEADER]
         if pch_text:
             pch_key = _digest(BUILDER_VERSION, toolchain.identity, pch_text, *keyed_base)
-            pch = existing_or(pch_header(builds_dir(), pch_key), pch_header(root, pch_key))
+            shared = pch_header(builds_dir(), pch_key)
+            built = shared.with_name(shared.name + ".gch").exists()
+            pch = shared if built else pch_header(root, pch_key)
             command = [*base, "-include", str(pch), "-include", NAME_HEADER]
             keyed = [*keyed_base, "-include", f"<pch:{pch_key}>", "-include", NAME_HEADER]
     native = any(flag.startswith(("-march=native", "-mtune=native")) for flag in command)
