@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -40,11 +41,12 @@ from cuda_agent.evaluator.build.pch import PRELUDE, ensure_pch, pch_header, want
 from cuda_agent.evaluator.build.spec import ExtensionSpec, SourceFile
 from cuda_agent.evaluator.build.toolchain import Toolchain, ToolchainError, discover
 
-BUILDER_VERSION = "3"
+BUILDER_VERSION = "4"
 PRIVATE_BUILDS_ENV = "CUDA_AGENT_PRIVATE_BUILDS"  # where to build when the cache is read-only
 NAME_HEADER = ".ca_extension_name.h"
 MAX_LOG_CHARS = 65536
 LAYOUTS = ("auto", "light", "stock")
+LAYOUTS_FILE = "layouts.json"  # next to a cached extension: how each unit was compiled
 
 
 @dataclass
@@ -160,19 +162,25 @@ def build_extension(
     if shared.exists():  # a read-only shared cache (sandboxed worker) still serves hits
         final = shared
     if final.exists():
-        result.ok, result.cached, result.module_path = True, True, final
+        _cache_hit(result, final)
         result.objects_cached = len(units)
         result.seconds = time.monotonic() - start
         return result
     with locked(root / "locks" / f"{result.key}.lock", deadline):
         if final.exists():
-            result.ok, result.cached, result.module_path = True, True, final
+            _cache_hit(result, final)
         else:
             if layout != "stock":
                 _plan_light(spec, toolchain, units, root, deadline)
             _build_into(spec, toolchain, units, final, root, deadline, jobs, result, layout)
     result.seconds = time.monotonic() - start
     return result
+
+
+def _cache_hit(result: BuildResult, final: Path) -> None:
+    result.ok, result.cached, result.module_path = True, True, final
+    with contextlib.suppress(OSError, ValueError):
+        result.layouts = json.loads((final.parent / LAYOUTS_FILE).read_text(encoding="utf-8"))
 
 
 def _writable_root(shared: Path) -> Path:
@@ -334,6 +342,7 @@ def _build_into(
             return
         staging = Path(tempfile.mkdtemp(prefix="ext-", dir=root / "tmp"))
         shutil.move(str(output), staging / final.name)
+        (staging / LAYOUTS_FILE).write_text(json.dumps(result.layouts), encoding="utf-8")
         final.parent.parent.mkdir(parents=True, exist_ok=True)
         try:
             os.rename(staging, final.parent)
