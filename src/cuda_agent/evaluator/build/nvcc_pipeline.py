@@ -56,7 +56,7 @@ def compile_cu(
     plan = _plan([*plain, "--dryrun", "--keep", "--keep-dir", str(keep)], cwd, deadline)
     if plan is None:
         return run_steps([shlex.join(plain)], cwd, deadline, None)
-    Path(plan.module_id_file).write_text(module_id_text(module_id, source) + "\n")
+    Path(plan.module_id_file).write_text(module_id_text(module_id, source))  # no newline
     env = {**os.environ, **plan.env}
     outcomes: dict[str, tuple[bool, str]] = {}
     cancel = threading.Event()
