@@ -1,76 +1,388 @@
-"""Build-time benchmark: cold build, cached rebuild, and a one-file edit of a workdir.
+"""Build-time benchmark: KernelBench-format ``load_inline`` candidates, ours against stock.
 
-Usage: python benchmarks/build_cache.py [--backend cpu|cuda]
+Usage:
+  python benchmarks/build_cache.py [--backend cuda|cpu] [--skip-peer]
+  python benchmarks/build_cache.py --corpus FILE.jsonl --n 8 [--skip-peer]
+  python benchmarks/build_cache.py --corpus FILE.jsonl --n 52 --check [--out results.jsonl]
 
-Uses a fresh cache directory, so the first build is truly cold. Compares with torch's own
-``load_inline`` (``torch/extension.h``, its own build folder) on the same source, the peer
-figure. Prints a small table; record it in docs/benchmarks.md with date, machine and command.
+Default mode, on one candidate of our own (``cpp_sources`` and ``cuda_sources`` both include
+``torch/extension.h``; a host wrapper using ``torch::empty_like``, ``TORCH_CHECK`` and
+``AT_DISPATCH_FLOATING_TYPES``), each in a fresh cache:
+
+* cold: empty cache (the light-header index and the precompiled ``main.cpp`` header are built
+  on the way, as on a machine's first candidate);
+* cold, warm toolchain: ``warm_up()`` first (what a pool does at start), then a candidate
+  nobody compiled before;
+* cached: the same candidate again;
+* CUDA source edited: one constant changed in ``cuda_sources`` (only ``cuda.cu`` recompiles);
+* stock load_inline, cold: torch's own ``load_inline`` on the same sources, its own folder;
+* the workdir shape (``examples/bias_gelu_scale``): cold, one kernel file edited, cached.
+
+``--corpus`` measures distinct candidates of a public corpus (JSON lines with ``custom_code``,
+e.g. CUDA-L1's) the same way: ours cold with a warm toolchain, then stock ``load_inline``.
+``--check`` compiles each corpus candidate in the light layout only and in the stock layout
+only, and reports whether the verdicts (and first error lines) agree and how often the light
+layout needs the fallback. CPU seconds are the compilers' user+system time.
+Prints a table; record it in docs/benchmarks.md with date, machine and command.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
+import resource
 import secrets
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+
+CPP_SOURCE = """
+#include <torch/extension.h>
+torch::Tensor scaled_gelu(torch::Tensor x, double scale);
+"""
+
+CUDA_SOURCE = """
+#include <torch/extension.h>
+#include <cuda_runtime.h>
+
+template <typename scalar_t>
+__global__ void scaled_gelu_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ y,
+                                   float scale, int64_t n) {
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i < n) {
+        float v = static_cast<float>(x[i]);
+        float g = 0.5f * v * (1.0f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v)));
+        y[i] = static_cast<scalar_t>(g * scale * MARKER);
+    }
+}
+
+torch::Tensor scaled_gelu(torch::Tensor x, double scale) {
+    TORCH_CHECK(x.is_cuda(), "x must be a CUDA tensor");
+    auto input = x.contiguous();
+    auto out = torch::empty_like(input);
+    const int64_t n = input.numel();
+    const int threads = 256;
+    const int blocks = (int)((n + threads - 1) / threads);
+    AT_DISPATCH_FLOATING_TYPES(input.scalar_type(), "scaled_gelu", [&] {
+        scaled_gelu_kernel<scalar_t><<<blocks, threads>>>(
+            input.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), (float)scale, n);
+    });
+    return out;
+}
+"""
+
+CPU_SOURCE = """
+#include <torch/extension.h>
+torch::Tensor scaled_gelu(torch::Tensor x, double scale) {
+    TORCH_CHECK(x.is_contiguous(), "x must be contiguous");
+    auto out = torch::empty_like(x);
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "scaled_gelu", [&] {
+        const scalar_t* p = x.data_ptr<scalar_t>();
+        scalar_t* q = out.data_ptr<scalar_t>();
+        for (int64_t i = 0; i < x.numel(); ++i) {
+            float v = static_cast<float>(p[i]);
+            q[i] = static_cast<scalar_t>(
+                0.5f * v * (1.0f + std::tanh(0.7978845608f * (v + 0.044715f * v * v * v)))
+                * scale * MARKER);
+        }
+    });
+    return out;
+}
+"""
+
+
+def candidate(backend: str, marker: str) -> dict[str, Any]:
+    """Our KernelBench-format candidate; ``marker`` (a float literal) makes the text unique."""
+    name = f"bench_{secrets.token_hex(4)}"
+    if backend == "cpu":
+        return {
+            "name": name,
+            "cpp_sources": CPU_SOURCE.replace("MARKER", marker),
+            "functions": ["scaled_gelu"],
+            "extra_cflags": ["-O3"],
+        }
+    return {
+        "name": name,
+        "cpp_sources": CPP_SOURCE,
+        "cuda_sources": CUDA_SOURCE.replace("MARKER", marker),
+        "functions": ["scaled_gelu"],
+        "extra_cflags": ["-O3"],
+        "extra_cuda_cflags": ["-O3", "--use_fast_math"],
+    }
+
+
+class CpuClock:
+    """Wall and child-process CPU seconds of a block of work."""
+
+    def __enter__(self) -> CpuClock:
+        self.wall = time.monotonic()
+        self.cpu = _children_cpu()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall = time.monotonic() - self.wall
+        self.cpu = _children_cpu() - self.cpu
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def fresh_cache() -> Path:
+    cache = Path(tempfile.mkdtemp(prefix="ca-bench-cache-"))
+    os.environ["CUDA_AGENT_CACHE"] = str(cache)
+    return cache
+
+
+def ours(backend: str, call: dict[str, Any], label: str, rows: list[dict[str, Any]]) -> Any:
+    from cuda_agent.evaluator.build.builder import build_extension
+    from cuda_agent.evaluator.build.inline import inline_spec
+
+    spec = inline_spec(backend, **call)
+    with CpuClock() as clock:
+        result = build_extension(spec, timeout_s=1800)
+    rows.append(
+        {
+            "build": label,
+            "wall_s": clock.wall,
+            "cpu_s": clock.cpu,
+            "compiled": result.objects_built,
+            "layouts": ",".join(f"{k}:{v}" for k, v in sorted(result.layouts.items())),
+            "ok": result.ok,
+        }
+    )
+    if not result.ok:
+        print(f"{label}: {result.error}", file=sys.stderr)
+    return result
+
+
+def stock(backend: str, call: dict[str, Any], label: str, rows: list[dict[str, Any]]) -> None:
+    """torch's own ``load_inline`` on the same sources, in a folder of its own."""
+    from torch.utils.cpp_extension import load_inline
+
+    kwargs = {k: v for k, v in call.items() if k not in ("build_directory", "verbose")}
+    kwargs["name"] = f"stock_{secrets.token_hex(3)}"
+    folder = Path(tempfile.mkdtemp(prefix="ca-bench-torch-"))
+    ok = True
+    with CpuClock() as clock:
+        try:
+            load_inline(**kwargs, build_directory=str(folder), with_cuda=backend == "cuda")
+        except Exception as err:  # a candidate that does not build with stock either
+            ok = False
+            print(f"{label}: {str(err).splitlines()[0][:200]}", file=sys.stderr)
+    rows.append({"build": label, "wall_s": clock.wall, "cpu_s": clock.cpu, "ok": ok})
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def own_candidate(args: argparse.Namespace) -> list[dict[str, Any]]:
+    from cuda_agent.evaluator.build.builder import warm_up
+
+    rows: list[dict[str, Any]] = []
+    caches = [fresh_cache()]
+    ours(args.backend, candidate(args.backend, "1.0f"), "cold (empty cache)", rows)
+    caches.append(fresh_cache())
+    with CpuClock() as clock:
+        warm_up(args.backend)
+    rows.append({"build": "warm_up() (once per machine)", "wall_s": clock.wall, "cpu_s": clock.cpu})
+    call = candidate(args.backend, "1.5f")
+    ours(args.backend, call, "cold, warm toolchain", rows)
+    ours(args.backend, call, "cached", rows)
+    edited = dict(call)
+    key = "cuda_sources" if args.backend == "cuda" else "cpp_sources"
+    edited[key] = str(call[key]).replace("1.5f", "2.5f")
+    label = "CUDA source edited" if args.backend == "cuda" else "source edited"
+    ours(args.backend, edited, label, rows)
+    if not args.skip_peer:
+        stock(args.backend, candidate(args.backend, "3.5f"), "stock load_inline, cold", rows)
+    workdir(args.backend, rows)
+    for cache in caches:
+        shutil.rmtree(cache, ignore_errors=True)
+    return rows
+
+
+def workdir(backend: str, rows: list[dict[str, Any]]) -> None:
+    """The CUDA Agent workdir shape (kernels/ + binding files) in the same warm cache."""
+    from cuda_agent.evaluator.build.builder import build_extension
+    from cuda_agent.evaluator.build.inline import workdir_spec
+    from cuda_agent.examples import examples_root
+    from cuda_agent.solutions.loader import load_solution
+    from cuda_agent.workspace.template_files import harness_binding_files
+
+    solution = load_solution(examples_root() / "bias_gelu_scale" / backend)
+    kernels = {k: v for k, v in solution.files.items() if k.startswith("kernels/")}
+    kernel_file = next(k for k in kernels if not k.endswith("_binding.cpp"))
+    kernels[kernel_file] += f"\n// bench {secrets.token_hex(4)}\n"
+    harness = harness_binding_files()
+    for label in ("workdir: cold", "workdir: kernel file edited", "workdir: cached"):
+        if label.endswith("edited"):
+            kernels[kernel_file] += f"\n// edit {secrets.token_hex(4)}\n"
+        with CpuClock() as clock:
+            result = build_extension(workdir_spec(backend, kernels, harness), timeout_s=1800)
+        rows.append(
+            {
+                "build": label,
+                "wall_s": clock.wall,
+                "cpu_s": clock.cpu,
+                "compiled": result.objects_built,
+                "ok": result.ok,
+            }
+        )
+
+
+def corpus_calls(path: Path, n: int) -> list[tuple[str, dict[str, Any]]]:
+    """The first ``n`` distinct statically extractable ``load_inline`` calls of a corpus."""
+    from cuda_agent.solutions.static import analyse
+
+    seen: set[str] = set()
+    calls: list[tuple[str, dict[str, Any]]] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        code = record.get("custom_code")
+        if not code:
+            continue
+        try:
+            inline = analyse(code, "candidate.py").inline_calls
+        except (SyntaxError, ValueError):
+            continue
+        for call in inline:
+            if not call.get("cuda_sources") or not isinstance(call.get("name"), str):
+                continue
+            key = json.dumps([call.get("cpp_sources"), call.get("cuda_sources")], default=str)
+            if key in seen:
+                continue
+            seen.add(key)
+            label = f"L{record.get('level_id')}_{record.get('task_id')}"
+            calls.append((label, call))
+            if len(calls) >= n:
+                return calls
+    return calls
+
+
+def corpus_speed(args: argparse.Namespace) -> list[dict[str, Any]]:
+    from cuda_agent.evaluator.build.builder import warm_up
+
+    rows: list[dict[str, Any]] = []
+    cache = fresh_cache()
+    warm_up("cuda")
+    for label, call in corpus_calls(args.corpus, args.n):
+        call = {**call, "name": f"{call['name']}_{secrets.token_hex(3)}"}
+        ours("cuda", call, f"{label} ours", rows)
+        if not args.skip_peer:
+            stock("cuda", call, f"{label} stock", rows)
+    shutil.rmtree(cache, ignore_errors=True)
+    return rows
+
+
+FIRST_ERROR = re.compile(
+    r"^(?P<loc>\S+?)(?::(?P<line>\d+)(?::\d+)?:|\((?P<paren>\d+)\):) (?:fatal )?error\b(?P<msg>.*)$"
+)
+
+
+def first_error(text: str | None) -> str:
+    """The first error line, file reduced to its base name (``cuda_sources:12: error: ...``)."""
+    for line in (text or "").splitlines():
+        match = FIRST_ERROR.match(line.strip())
+        if match:
+            line = match["line"] or match["paren"]
+            return f"{Path(match['loc']).name}:{line}: error{match['msg']}"
+    lines = [ln for ln in (text or "").splitlines() if "error" in ln.lower()]
+    return lines[0].strip() if lines else ""
+
+
+def corpus_check(args: argparse.Namespace) -> list[dict[str, Any]]:
+    from cuda_agent.evaluator.build.builder import build_extension, warm_up
+    from cuda_agent.evaluator.build.inline import inline_spec
+
+    cache = fresh_cache() if not args.keep_cache else None
+    warm_up("cuda", stock_pch=True)
+    rows: list[dict[str, Any]] = []
+    out = open(args.out, "a", encoding="utf-8") if args.out else None  # noqa: SIM115
+    for label, call in corpus_calls(args.corpus, args.n):
+        row: dict[str, Any] = {"build": label}
+        try:
+            spec = inline_spec("cuda", **call)
+        except (ValueError, TypeError) as err:
+            row.update(verdict="spec error", error=str(err))
+            rows.append(row)
+            continue
+        for layout in ("light", "stock"):
+            with CpuClock() as clock:
+                result = build_extension(spec, timeout_s=3600, jobs=1, layout=layout)
+            row[f"{layout}_ok"] = result.ok
+            row[f"{layout}_error"] = first_error(result.error)
+            row[f"{layout}_cpu_s"] = round(clock.cpu, 1)
+            row[f"{layout}_layouts"] = result.layouts
+        row["same"] = row["light_ok"] == row["stock_ok"] and (
+            row["light_ok"] or row["light_error"] == row["stock_error"]
+        )
+        rows.append(row)
+        if out:
+            out.write(json.dumps(row) + "\n")
+            out.flush()
+        print(json.dumps(row), flush=True)
+    if out:
+        out.close()
+    if cache:
+        shutil.rmtree(cache, ignore_errors=True)
+    return rows
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    print(f"{'build':<34} {'wall s':>8} {'cpu s':>8} {'compiled':>8}  layouts")
+    for row in rows:
+        wall = f"{row['wall_s']:.2f}" if "wall_s" in row else "-"
+        cpu = f"{row['cpu_s']:.1f}" if "cpu_s" in row else "-"
+        compiled = row.get("compiled", "-")
+        note = row.get("layouts", "") + ("" if row.get("ok", True) else " FAILED")
+        print(f"{row['build']:<34} {wall:>8} {cpu:>8} {compiled!s:>8}  {note}")
+
+
+def print_check(rows: list[dict[str, Any]]) -> None:
+    """Counts by (light verdict, stock verdict). Light failing makes the builder compile the
+    stock layout and report that (slower, same answer); light building where stock fails
+    would be a wrong answer."""
+    pairs = {(True, True): 0, (False, True): 0, (False, False): 0, (True, False): 0}
+    for row in rows:
+        if "light_ok" in row:
+            pairs[(row["light_ok"], row["stock_ok"])] += 1
+    print(f"units checked: {sum(pairs.values())}")
+    print(f"  both build (light layout used):             {pairs[(True, True)]}")
+    print(f"  light fails, stock builds (fallback, slow): {pairs[(False, True)]}")
+    print(f"  both fail (stock's error reported):         {pairs[(False, False)]}")
+    print(f"  light builds, stock fails (WRONG):          {pairs[(True, False)]}")
+    same = sum(1 for r in rows if r.get("same"))
+    print(f"  same verdict and same first error:          {same}")
+    for row in rows:
+        if "light_ok" in row and not row["same"]:
+            print(f"  differs: {row['build']}: light={row['light_error']!r}")
+            print(f"  {'':>9} {'':>{len(row['build'])}}  stock={row['stock_error']!r}")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--backend", default="cpu", choices=("cpu", "cuda"))
-    parser.add_argument("--skip-peer", action="store_true")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", default="cuda", choices=("cpu", "cuda"))
+    parser.add_argument("--skip-peer", action="store_true", help="skip stock load_inline")
+    parser.add_argument("--corpus", type=Path, help="JSON lines with custom_code")
+    parser.add_argument("--n", type=int, default=8, help="distinct corpus candidates")
+    parser.add_argument("--check", action="store_true", help="light vs stock verdicts")
+    parser.add_argument("--out", type=Path, help="--check: append one JSON line per unit")
+    parser.add_argument("--keep-cache", action="store_true", help="--check: use CUDA_AGENT_CACHE")
     args = parser.parse_args()
-    cache = Path(tempfile.mkdtemp(prefix="ca-bench-cache-"))
-    os.environ["CUDA_AGENT_CACHE"] = str(cache)
-
-    from cuda_agent.evaluator.build.builder import build_extension
-    from cuda_agent.evaluator.build.inline import inline_spec, workdir_spec
-    from cuda_agent.examples import examples_root
-    from cuda_agent.solutions.loader import load_solution
-    from cuda_agent.solutions.static import analyse
-    from cuda_agent.workspace.template_files import harness_binding_files
-
-    rows = []
-    single = load_solution(examples_root() / "relu" / f"{args.backend}.py")
-    (call,) = analyse(single.files[single.entry_file], single.entry_file).inline_calls
-    spec = inline_spec(args.backend, **call)
-    for label in ("single file: cold", "single file: cached"):
-        result = build_extension(spec)
-        assert result.ok, result.error
-        rows.append((label, result.seconds, result.objects_built))
-
-    workdir = load_solution(examples_root() / "bias_gelu_scale" / args.backend)
-    kernels = {k: v for k, v in workdir.files.items() if k.startswith("kernels/")}
-    harness = harness_binding_files()
-    result = build_extension(workdir_spec(args.backend, kernels, harness))
-    assert result.ok, result.error
-    rows.append(("workdir: cold", result.seconds, result.objects_built))
-    kernel_file = next(k for k in kernels if not k.endswith("_binding.cpp"))
-    kernels[kernel_file] += f"\n// edit {secrets.token_hex(4)}\n"
-    result = build_extension(workdir_spec(args.backend, kernels, harness))
-    assert result.ok, result.error
-    rows.append(("workdir: kernel file edited", result.seconds, result.objects_built))
-    result = build_extension(workdir_spec(args.backend, kernels, harness))
-    rows.append(("workdir: cached", result.seconds, result.objects_built))
-
-    if not args.skip_peer:
-        from torch.utils.cpp_extension import load_inline
-
-        build_dir = Path(tempfile.mkdtemp(prefix="ca-bench-torch-"))
-        kwargs = dict(call)
-        kwargs["name"] = f"peer_{secrets.token_hex(3)}"
-        start = time.monotonic()
-        load_inline(**kwargs, build_directory=str(build_dir))
-        rows.append(("peer: torch load_inline, cold", time.monotonic() - start, -1))
-        shutil.rmtree(build_dir, ignore_errors=True)
-
-    shutil.rmtree(cache, ignore_errors=True)
-    print(f"{'build':<34} {'seconds':>8} {'objects compiled':>17}")
-    for label, seconds, built in rows:
-        print(f"{label:<34} {seconds:>8.2f} {built if built >= 0 else '-':>17}")
+    if args.corpus and not args.corpus.is_file():
+        parser.error(f"{args.corpus} is not a file")
+    os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
+    if args.corpus and args.check:
+        print_check(corpus_check(args))
+    elif args.corpus:
+        print_table(corpus_speed(args))
+    else:
+        print_table(own_candidate(args))
 
 
 if __name__ == "__main__":

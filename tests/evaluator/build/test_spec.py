@@ -31,18 +31,31 @@ def test_dangerous_linker_flags_are_refused() -> None:
         vet_ld_flags(["-Wl,--wrap=malloc"])
 
 
-def test_inline_spec_uses_light_headers_and_line_markers() -> None:
-    spec = inline_spec("cpu", "ext", "#include <torch/extension.h>\nint f();", functions=["f"])
-    main = spec.files[0].text
-    assert "#include <torch/types.h>" in main
-    assert main.count("torch/extension.h") == 0
-    assert '#line 1 "cpp_sources"' in main
-    assert 'm.def("f", &f, "f");' in main
+def test_inline_spec_writes_stock_load_inline_texts_with_line_markers() -> None:
+    spec = inline_spec(
+        "cuda",
+        "ext",
+        ["#include <torch/extension.h>", "int f();"],
+        cuda_sources="__global__ void k() {}",
+        functions={"f": "doc"},
+    )
+    main, cuda = spec.files
+    assert main.prelude == "#include <torch/extension.h>\n"
+    assert main.body.startswith('#line 1 "cpp_sources"\n#include <torch/extension.h>\nint f();\n')
+    assert 'm.def("f", torch::wrap_pybind_function(f), "doc");' in main.body
+    assert (
+        cuda.prelude == "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n"
+    )
+    assert cuda.body == '#line 1 "cuda_sources"\n__global__ void k() {}\n'
 
 
-def test_inline_spec_keeps_full_header_for_the_cpp_frontend() -> None:
-    spec = inline_spec("cpu", "ext", "#include <torch/extension.h>\ntorch::nn::Linear l{nullptr};")
-    assert "#include <torch/extension.h>" in spec.files[0].text
+def test_inline_spec_options_that_change_the_text() -> None:
+    plain = inline_spec("cpu", "ext", "int f();", functions="f", with_pytorch_error_handling=False)
+    assert 'm.def("f", f, "f");' in plain.files[0].text
+    bare = inline_spec("cpu", "ext", "int f();", no_implicit_headers=True)
+    assert bare.files[0].prelude == "" and bare.files[0].body_offset == 0
+    with pytest.raises(FlagError, match="functions"):
+        inline_spec("cpu", "ext", "int f();", functions=3)
 
 
 def test_workdir_spec_takes_binding_files_from_the_harness() -> None:

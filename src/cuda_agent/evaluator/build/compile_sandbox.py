@@ -18,8 +18,11 @@ from cuda_agent.workspace.sandbox import Sandbox, SandboxPolicy
 COMPILER_CPU_SECONDS = 3600
 
 
-def confine_compiler(command: list[str], cwd: Path) -> tuple[list[str], dict[str, str]]:
-    """The command line and environment that run ``command`` in ``cwd``, confined."""
+def confine_compiler(
+    command: list[str], cwd: Path, extra_env: dict[str, str] | None = None
+) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment (ours plus ``extra_env``) that run ``command`` in
+    ``cwd``, confined."""
     policy = SandboxPolicy(
         workdir=cwd,
         tmpdir=cwd / ".tmp",
@@ -29,6 +32,7 @@ def confine_compiler(command: list[str], cwd: Path) -> tuple[list[str], dict[str
         open_files=4096,
         bind_ro=(builds_dir(),),  # the precompiled header (bubblewrap replaces /tmp)
         inherit_env=True,
+        extra_env=dict(extra_env or {}),
     )
     sandbox = Sandbox(policy, allow_unsandboxed=True)
     return sandbox.wrap(command), sandbox.environment()

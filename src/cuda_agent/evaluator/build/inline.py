@@ -1,13 +1,13 @@
 """``load_inline`` / ``load`` calls and CUDA-Agent workdirs turned into ``ExtensionSpec``s.
 
-This reproduces what ``torch.utils.cpp_extension.load_inline`` writes (``main.cpp`` with the
-implicit include and generated pybind11 bindings, ``cuda.cu`` with its implicit includes), with
-two differences that make builds fast and errors readable:
-
-* light headers: ``torch/extension.h`` (all of libtorch's C++ frontend) is replaced by
-  ``torch/types.h`` plus torch's pybind11 casters, unless the sources use the C++ frontend
-  (``torch::nn``, ``torch::optim``...);
-* ``#line`` markers, so compiler errors point at ``cpp_sources:LINE`` / ``cuda_sources:LINE``.
+``inline_spec`` writes exactly what ``torch.utils.cpp_extension.load_inline`` writes:
+``main.cpp`` (``#include <torch/extension.h>``, the ``cpp_sources``, the generated pybind11
+bindings) and ``cuda.cu`` (``torch/types.h``, ``cuda.h``, ``cuda_runtime.h``, the
+``cuda_sources``), plus ``#line`` markers so that compiler errors point at
+``cpp_sources:LINE`` / ``cuda_sources:LINE``. Each unit records where stock's implicit
+prelude ends (``SourceFile.body_offset``): the builder first tries the unit in the light
+layout (``light.py``), which swaps the prelude for the headers the unit can see, and falls
+back to this stock text when the light one does not compile.
 
 The same function serves the parent (static pre-build) and the worker (the ``load_inline`` shim),
 so both compute the same cache key.
@@ -15,7 +15,6 @@ so both compute the same cache key.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -31,10 +30,7 @@ from cuda_agent.evaluator.build.spec import (
     vet_ld_flags,
 )
 
-HEAVY_API = re.compile(r"\btorch::(nn|optim|autograd|jit|data|serialize|python)\b")
-EXTENSION_INCLUDE = re.compile(r"^\s*#\s*include\s*[<\"]torch/extension\.h[>\"].*$", re.M)
-LIGHT_CPP_PRELUDE = "#include <torch/types.h>\n#include <torch/csrc/utils/pybind.h>\n"
-HEAVY_CPP_PRELUDE = "#include <torch/extension.h>\n"
+CPP_PRELUDE = "#include <torch/extension.h>\n"
 CUDA_PRELUDE = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n"
 WORKDIR_MODULE = "cuda_extension"
 WORKDIR_CFLAGS: tuple[str, ...] = ()
@@ -73,21 +69,19 @@ def inline_spec(
     extra_cuda_cflags: Any = None,
     extra_ldflags: Any = None,
     no_implicit_headers: bool = False,
+    with_pytorch_error_handling: bool = True,
     **_ignored: Any,
 ) -> ExtensionSpec:
     """The spec for ``load_inline(name, cpp_sources, cuda_sources, functions, ...)``."""
     cpp = _as_list(cpp_sources, "cpp_sources")
     cuda = _as_list(cuda_sources, "cuda_sources")
-    all_text = "\n".join(cpp + cuda)
-    heavy = bool(HEAVY_API.search(all_text))
-    cpp_text = "\n".join(cpp) if heavy else _strip_extension_include("\n".join(cpp))
-    prelude = "" if no_implicit_headers else (HEAVY_CPP_PRELUDE if heavy else LIGHT_CPP_PRELUDE)
-    main = f'{prelude}#line 1 "cpp_sources"\n{cpp_text}\n{_bindings(functions)}'
-    files = [SourceFile("main.cpp", main)]
+    bindings = _bindings(functions, with_pytorch_error_handling)
+    files = [
+        _unit("main.cpp", "" if no_implicit_headers else CPP_PRELUDE, "cpp_sources", cpp + bindings)
+    ]
     if cuda:
-        cuda_text = "\n".join(cuda) if heavy else _strip_extension_include("\n".join(cuda))
-        cuda_prelude = "" if no_implicit_headers else CUDA_PRELUDE
-        files.append(SourceFile("cuda.cu", f'{cuda_prelude}#line 1 "cuda_sources"\n{cuda_text}\n'))
+        prelude = "" if no_implicit_headers else CUDA_PRELUDE
+        files.append(_unit("cuda.cu", prelude, "cuda_sources", cuda))
     return ExtensionSpec(
         name=str(name),
         backend=backend,
@@ -97,6 +91,12 @@ def inline_spec(
         ldflags=vet_ld_flags(_as_list(extra_ldflags, "extra_ldflags")),
         origin="load_inline",
     )
+
+
+def _unit(name: str, prelude: str, label: str, parts: list[str]) -> SourceFile:
+    """Stock's text for one unit (prelude + parts joined by newlines), with a ``#line`` marker."""
+    body = f'#line 1 "{label}"\n' + "\n".join(parts) + "\n"
+    return SourceFile(name, prelude + body, body_offset=len(prelude))
 
 
 def file_spec(
@@ -159,9 +159,10 @@ def workdir_spec(
     )
 
 
-def _bindings(functions: Any) -> str:
+def _bindings(functions: Any, error_handling: bool) -> list[str]:
+    """The ``PYBIND11_MODULE`` block ``load_inline`` generates for ``functions``, verbatim."""
     if functions is None:
-        return ""
+        return []
     if isinstance(functions, str):
         functions = [functions]
     if isinstance(functions, list | tuple):
@@ -170,17 +171,10 @@ def _bindings(functions: Any) -> str:
         raise FlagError("load_inline: functions must be a string, a list or a dict")
     lines = ["PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {"]
     for fn, doc in functions.items():
-        if not re.match(r"^[A-Za-z_]\w*$", str(fn)):
-            raise FlagError(f"load_inline: {fn!r} is not a C++ function name")
-        doc_text = str(doc).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-        lines.append(f'  m.def("{fn}", &{fn}, "{doc_text}");')
+        target = f"torch::wrap_pybind_function({fn})" if error_handling else str(fn)
+        lines.append(f'm.def("{fn}", {target}, "{doc}");')
     lines.append("}")
-    return "\n".join(lines) + "\n"
-
-
-def _strip_extension_include(text: str) -> str:
-    """Blank out ``#include <torch/extension.h>`` (keeping line numbers); the prelude covers it."""
-    return EXTENSION_INCLUDE.sub("", text)
+    return lines
 
 
 def _as_list(value: Any, what: str) -> list[str]:

@@ -1,10 +1,13 @@
-"""A precompiled header of torch's light headers, shared by every C++ translation unit.
+"""Precompiled headers (g++) for C++ translation units, shared through the build cache.
 
-Parsing ``torch/types.h`` and torch's pybind11 casters dominates the compile time of a binding
-file (about 20 s on a slow core, against about 9 s with this header precompiled). The header
-is built once per (toolchain, compiler flags) into the build cache and used through
-``-include``; a translation unit that includes no torch, ATen, c10 or pybind11 header does not
-use it. If it cannot be built, units compile without it (same result, slower).
+Parsing torch's headers dominates the compile time of a binding file. Three headers are
+precompiled, each once per (toolchain, compiler flags, header text), and used through
+``-include``: the light layout's base header (``ca_light_cxx.h``, see ``light.py``) for
+``load_inline``'s ``main.cpp``; stock's own prelude (``torch/extension.h``) for the same file
+in the stock layout; and ``PRELUDE`` (``torch/types.h`` + torch's pybind11 casters) for the
+binding files of workdirs and ``load`` calls that include a torch header. A precompiled header
+changes nothing about what compiles (g++ checks that flags and macros match); if one cannot be
+built, units compile without it (same result, slower).
 """
 
 from __future__ import annotations
@@ -33,9 +36,10 @@ def pch_header(root: Path, key: str) -> Path:
     return root / "pch" / key / HEADER_NAME
 
 
-def ensure_pch(header: Path, base_command: list[str], deadline: float) -> bool:
-    """Build ``header`` and its ``.gch`` if missing; True when usable."""
+def ensure_pch(header: Path, text: str, base_command: list[str], deadline: float) -> bool:
+    """Write ``header`` (``text``) and build its ``.gch`` if missing; True when usable."""
     from cuda_agent.evaluator.build.builder import locked, seal, trusted  # avoid an import cycle
+    from cuda_agent.evaluator.build.compile_sandbox import confine_compiler
 
     gch = header.with_name(HEADER_NAME + ".gch")
     if gch.exists() and trusted(gch) and trusted(header):
@@ -49,16 +53,21 @@ def ensure_pch(header: Path, base_command: list[str], deadline: float) -> bool:
     with locked(folder.parent / f"{folder.name}.lock", deadline):
         if gch.exists() and trusted(gch) and trusted(header):
             return True
-        header.write_text(PRELUDE, encoding="utf-8")
+        header.write_text(text, encoding="utf-8")
         os.chmod(header, 0o644)
         seal(header)
         fd, tmp = tempfile.mkstemp(dir=folder, suffix=".gch.tmp")
         os.close(fd)
         remaining = max(1.0, deadline - time.monotonic())
         try:
+            # confined: the candidate's flags (``-include``, ``-I``) could read any file
+            argv, env = confine_compiler(
+                [*base_command, "-x", "c++-header", str(header), "-o", tmp], folder
+            )
             proc = subprocess.run(
-                [*base_command, "-x", "c++-header", str(header), "-o", tmp],
+                argv,
                 cwd=folder,
+                env=env,
                 capture_output=True,
                 timeout=remaining,
                 check=False,

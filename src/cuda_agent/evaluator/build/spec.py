@@ -24,10 +24,25 @@ class FlagError(ValueError):
 
 @dataclass(frozen=True)
 class SourceFile:
-    """A file placed in the build directory under ``name`` (a relative POSIX path)."""
+    """A file placed in the build directory under ``name`` (a relative POSIX path).
+
+    ``body_offset`` marks a ``load_inline`` unit: ``text[:body_offset]`` is the prelude stock
+    ``load_inline`` writes (its implicit includes), ``text[body_offset:]`` the candidate's code.
+    Such a unit may be compiled in the light layout first (``light.py``); ``text`` itself is
+    always exactly the stock layout (plus ``#line`` markers).
+    """
 
     name: str
     text: str
+    body_offset: int | None = None
+
+    @property
+    def prelude(self) -> str:
+        return self.text[: self.body_offset or 0]
+
+    @property
+    def body(self) -> str:
+        return self.text[self.body_offset or 0 :]
 
     @property
     def is_cuda(self) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 CXX_STD = "-std=c++20"
+EXTENSION_DEFINE = "-DTORCH_API_INCLUDE_EXTENSION_H"  # load_inline defines it for every unit
 DEFAULT_CUDA_ARCH = "9.0"
 # torch's own defaults for CUDA sources; kept so code written for load_inline behaves the same.
 TORCH_CUDA_DEFINES = (
@@ -76,21 +78,27 @@ class Toolchain:
         """
         includes = [arg for inc in self.system_includes for arg in ("-isystem", inc)]
         level = "-O3" if self.backend == "cpu" else "-O1"
-        base = [self.cxx, level, CXX_STD, "-fPIC", *self.defines, *includes, "-I."]
+        base = [self.cxx, level, CXX_STD, "-fPIC", *self.defines, EXTENSION_DEFINE]
+        base += [*includes, "-I."]
         return [*base, *(flag for flag in extra if flag not in base)]
 
     def nvcc_command(self, extra: tuple[str, ...], module: str) -> list[str]:
+        """nvcc flags for a ``.cu`` unit. nvcc's ``-O`` sets the host compiler's level only
+        (cicc and ptxas optimise device code regardless): host glue gets ``-O1`` unless the
+        candidate asks for a level itself."""
         if not self.nvcc:
             raise ToolchainError("nvcc not found: set CUDA_HOME or put nvcc on PATH")
         includes = [arg for inc in self.system_includes for arg in ("-isystem", inc)]
+        level = [] if any(re.fullmatch(r"-O\d?", flag) for flag in extra) else ["-O1"]
         return [
             self.nvcc,
-            "-O3",
+            *level,
             CXX_STD,
             "--compiler-options",
             "-fPIC",
             f"-DTORCH_EXTENSION_NAME={module}",
             *self.defines,
+            EXTENSION_DEFINE,
             *TORCH_CUDA_DEFINES,
             "--expt-relaxed-constexpr",
             *gencode_flags(self.cuda_archs),

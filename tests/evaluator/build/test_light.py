@@ -1,0 +1,174 @@
+"""The light layout builds exactly when the stock ``load_inline`` layout builds.
+
+Each case is a KernelBench-style ``load_inline`` call of our own. It is compiled twice, in the
+light layout alone (``layout="light"``: no fallback) and in the stock layout alone (the text
+and headers ``torch.utils.cpp_extension.load_inline`` would use), and the two must agree: both
+build, or both fail with the same first error line. The cpu backend (g++) cases always run;
+the CUDA cases need nvcc. Results land in the shared test build cache, so reruns are cheap.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cuda_agent.evaluator.build.builder import BuildResult, build_extension
+from cuda_agent.evaluator.build.inline import inline_spec
+
+pytestmark = pytest.mark.slow
+
+HAS_NVCC = shutil.which("nvcc") is not None or Path("/usr/local/cuda/bin/nvcc").exists()
+ERROR_LINE = re.compile(r"^(\S+?)(?::(\d+)(?::\d+)?:|\((\d+)\):) (?:fatal )?error\b(.*)$")
+
+HOST_CODE = """
+#include <torch/extension.h>
+
+torch::Tensor fused(torch::Tensor x, torch::Tensor y) {
+    TORCH_CHECK(x.sizes() == y.sizes(), "shape mismatch");
+    auto out = torch::empty_like(x);
+    auto z = at::relu(x) + y * 2;
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "fused", [&] {
+        out.copy_(z.to(x.scalar_type()));
+    });
+    return out;
+}
+"""
+
+DUPLICATE_MODULE = """
+#include <torch/extension.h>
+torch::Tensor twice(torch::Tensor x) { return x * 2; }
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("twice", &twice); }
+"""
+
+SYNTAX_ERROR = """
+#include <torch/extension.h>
+torch::Tensor broken(torch::Tensor x) {
+    auto y = x * 2
+    return y;
+}
+"""
+
+MISSING_NAME = """
+#include <torch/extension.h>
+torch::Tensor missing(torch::Tensor x) {
+    return torch::not_an_operator(x);
+}
+"""
+
+AMBIGUOUS = """
+#include <torch/extension.h>
+torch::Tensor relu(torch::Tensor x) { return x.clamp_min(0); }
+torch::Tensor use(torch::Tensor x) { return relu(x); }
+"""
+
+
+def first_error(result: BuildResult) -> str:
+    """The first ``file:line: error`` of a failed build, file reduced to its base name."""
+    for line in (result.error or "").splitlines():
+        match = ERROR_LINE.match(line.strip())
+        if match:
+            return f"{Path(match[1]).name}:{match[2] or match[3]}: error{match[4]}"
+    return (result.error or "").splitlines()[-1] if result.error else ""
+
+
+def both_layouts(backend: str, **call: object) -> tuple[BuildResult, BuildResult]:
+    spec = inline_spec(backend, **call)
+    light = build_extension(spec, layout="light", timeout_s=1800)
+    stock = build_extension(spec, layout="stock", timeout_s=1800)
+    assert set(light.layouts.values()) <= {"light"}, light.layouts
+    return light, stock
+
+
+def assert_same(light: BuildResult, stock: BuildResult) -> None:
+    assert light.ok == stock.ok, (light.error, stock.error)
+    if not stock.ok:
+        assert first_error(light) == first_error(stock)
+        assert first_error(stock)
+
+
+def test_cpu_host_code_with_operators_builds_in_both_layouts() -> None:
+    light, stock = both_layouts("cpu", name="kb_fused", cpp_sources=HOST_CODE, functions=["fused"])
+    assert light.ok and stock.ok, (light.error, stock.error)
+    assert light.layouts == {"main.cpp": "light"}
+
+
+@pytest.mark.parametrize(
+    ("source", "functions", "expected"),
+    [
+        (DUPLICATE_MODULE, ["twice"], "redefinition"),
+        (SYNTAX_ERROR, ["broken"], "cpp_sources:5: error: expected"),
+        (MISSING_NAME, ["missing"], "not_an_operator"),
+        (AMBIGUOUS, ["use"], "ambiguous"),
+    ],
+    ids=["pybind-module-twice", "syntax-error", "missing-name", "ambiguous-with-aten"],
+)
+def test_cpu_failures_match_stock(source: str, functions: list[str], expected: str) -> None:
+    light, stock = both_layouts("cpu", name="kb_fail", cpp_sources=source, functions=functions)
+    assert not stock.ok
+    assert expected in first_error(stock)
+    assert_same(light, stock)
+
+
+def test_auto_falls_back_to_stock_when_light_lacks_a_header() -> None:
+    # token pasting hides ``sigmoid`` from the name scan: the light text cannot compile
+    source = """
+    #include <torch/extension.h>
+    #define JOIN(a, b) a##b
+    torch::Tensor hidden(torch::Tensor x) { return at::JOIN(sig, moid)(x); }
+    """
+    spec = inline_spec("cpu", "kb_hidden", source, functions=["hidden"])
+    light = build_extension(spec, layout="light", timeout_s=1800)
+    assert not light.ok
+    result = build_extension(spec, timeout_s=1800)
+    assert result.ok, result.error
+    assert result.layouts == {"main.cpp": "stock (light failed)"}
+
+
+@pytest.mark.skipif(not HAS_NVCC, reason="needs nvcc")
+def test_cuda_extension_h_in_both_units_and_a_second_module_fail_alike() -> None:
+    cuda = """
+    #include <torch/extension.h>
+    #include <cuda_runtime.h>
+    __global__ void scale_kernel(const float* x, float* y, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) y[i] = 2.0f * x[i];
+    }
+    torch::Tensor scale(torch::Tensor x) {
+        auto y = torch::empty_like(x);
+        int n = x.numel();
+        scale_kernel<<<(n + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);
+        return y;
+    }
+    PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("scale", &scale); }
+    """
+    cpp = "#include <torch/extension.h>\ntorch::Tensor scale(torch::Tensor x);\n"
+    light, stock = both_layouts(
+        "cuda", name="kb_twice", cpp_sources=cpp, cuda_sources=cuda, functions=["scale"]
+    )
+    assert not stock.ok and (stock.error or "").startswith("link failed")
+    assert "PyInit_kb_twice" in (stock.error or "")
+    assert_same(light, stock)
+    assert light.layouts == {"main.cpp": "light", "cuda.cu": "light"}
+
+
+@pytest.mark.skipif(not HAS_NVCC, reason="needs nvcc")
+def test_cuda_missing_identifier_fails_alike() -> None:
+    cuda = """
+    #include <torch/extension.h>
+    torch::Tensor scale(torch::Tensor x) {
+        auto y = torch::empty_like(x);
+        launch_missing_kernel(x.data_ptr<float>(), y.data_ptr<float>());
+        return y;
+    }
+    """
+    cpp = "#include <torch/extension.h>\ntorch::Tensor scale(torch::Tensor x);\n"
+    light, stock = both_layouts(
+        "cuda", name="kb_missing", cpp_sources=cpp, cuda_sources=cuda, functions=["scale"]
+    )
+    assert not stock.ok
+    assert "launch_missing_kernel" in first_error(stock)
+    assert "cuda_sources:5" in first_error(stock)
+    assert_same(light, stock)
