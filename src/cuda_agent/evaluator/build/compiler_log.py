@@ -19,7 +19,8 @@ ANY_DIAGNOSTIC = re.compile(
     r"^[^\s:][^:]*?(?:\(\d+\)|:\d+(?::\d+)?):?\s+(?:fatal )?(error|warning|note)\b", re.I
 )
 LINKER_ERROR = re.compile(
-    r"(undefined reference to|undefined symbol|cannot find -l|ld returned)", re.I
+    r"(undefined reference to|undefined symbol|multiple definition of|cannot find -l|ld returned)",
+    re.I,
 )
 NOISE = re.compile(r"^(In file included from|\s+from |compilation terminated|\d+ errors? detected)")
 

@@ -88,6 +88,8 @@ def light_prelude(index: LightIndex, kind: str, level: int, body: str) -> str | 
     names, qualifiers = used_names(body)
     if names & NO_LIGHT_NAMES:
         return None
+    if kind == "cuda" and "PYBIND11_MODULE" in names:
+        return None  # pybind11's module machinery under nvcc: only stock's full headers hold it
     base = index.base[kind]
     looked_up = {n for n in names if n not in qualifiers or n not in index.namespaces}
     wanted: set[int] = set()

@@ -28,6 +28,7 @@ import os
 import re
 import shutil
 import subprocess
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
@@ -39,7 +40,7 @@ from cuda_agent.evaluator.build.toolchain import CXX_STD, EXTENSION_DEFINE, Tool
 
 log = logging.getLogger(__name__)
 
-INDEX_VERSION = "3"
+INDEX_VERSION = "4"
 BASE_COMMON = (
     "ATen/core/Tensor.h",
     "ATen/Dispatch.h",
@@ -318,7 +319,19 @@ def _includable(path: str, parents: dict[str, str], roots: list[str]) -> str | N
     current: str | None = path
     while current:
         spelling = _spelling(current, roots)
-        if spelling is not None and not NOT_INCLUDABLE.search(spelling):
+        if (
+            spelling is not None
+            and not NOT_INCLUDABLE.search(spelling)
+            and not _inside_python_h(current)
+        ):
             return spelling
         current = parents.get(current)
     return None
+
+
+def _inside_python_h(path: str) -> bool:
+    """A header of Python's own besides ``Python.h``: none of them stands alone (``object.h``
+    needs ``Py_buffer`` from ``pybuffer.h``, which only ``Python.h`` includes first)."""
+    folder = os.path.normpath(sysconfig.get_paths()["include"])
+    norm = os.path.normpath(path)
+    return os.path.dirname(norm) == folder and os.path.basename(norm) != "Python.h"
