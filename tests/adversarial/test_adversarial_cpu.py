@@ -75,6 +75,9 @@ def test_fixture_gets_its_required_verdict(
         assert result.reward == -1.0 and not result.correct
         assert set(fixture.flags) & set(result.flags), (result.flags, result.error)
         assert result.error is not None and result.error.message
+        assert fixture.message_has in result.error.message, result.error.message
+    notes = result.details.get("notes", [])
+    assert set(fixture.notes) <= set(notes), (notes, result.warnings)
     assert not accepted, "a connection left the sandbox"
     for target in targets:
         assert not target.exists(), f"{target} was written"
@@ -100,10 +103,11 @@ def test_after_the_faults_the_next_evaluation_is_right(tmp_path: Path) -> None:
 
 def test_every_fixture_file_is_catalogued() -> None:
     files = {p.stem for p in (Path(__file__).parent / "fixtures").glob("*.py")}
-    assert files == {f.name for f in CATALOGUE}
+    assert files == {f.file for f in CATALOGUE}
+    assert len({f.name for f in CATALOGUE}) == len(CATALOGUE)
 
 
 def test_every_fixture_is_in_the_security_table() -> None:
     table = (Path(__file__).resolve().parents[2] / "docs" / "security.md").read_text()
-    missing = [f.name for f in CATALOGUE if f"`{f.name}`" not in table]
+    missing = [f.name for f in CATALOGUE if f"`{f.file}`" not in table]
     assert not missing

@@ -8,6 +8,7 @@ snapshot of the solution, with a hard timeout. The same path serves the cpu and 
 
 from __future__ import annotations
 
+import ast
 import secrets
 import shutil
 import time
@@ -26,6 +27,7 @@ from cuda_agent.evaluator.ncu import ncu_metrics
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.reward import compute_reward
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
+from cuda_agent.evaluator.worker.shim import failure_key
 from cuda_agent.evaluator.worker_process import (
     SpareWorkers,
     WorkerOutcome,
@@ -36,6 +38,7 @@ from cuda_agent.solutions.static import analyse
 from cuda_agent.workspace.template_files import harness_binding_files
 
 Progress = Callable[[str, str], None]
+CATCHING = (ast.Try, getattr(ast, "TryStar", ast.Try), ast.With, ast.AsyncWith)
 
 
 @dataclass
@@ -53,6 +56,7 @@ class Prepared:
     result: EvalResult
     builds: list[BuildResult] = field(default_factory=list)
     error: StageError | None = None
+    known_build_failures: dict[str, str] = field(default_factory=dict)
 
 
 def evaluate(
@@ -93,11 +97,16 @@ def prepare(
         return prepared
     started = time.monotonic()
     notify("build", "compiling")
-    prepared.builds, build_error = _prebuild(solution, report.inline_calls, opts)
+    prepared.builds, build_error, failed = _prebuild(solution, report.inline_calls, opts)
     result.details["builds"] = [b.to_dict() for b in prepared.builds]
     stage_times["build"] = round(time.monotonic() - started, 3)
     if build_error:
-        prepared.error = StageError("build", build_error)
+        if failed is not None and _may_catch(solution):
+            # the solution may catch the error and fall back: its worker decides (fallback
+            # verdict, or stage build with this same text); the shim does not compile again
+            prepared.known_build_failures[failure_key(failed)] = build_error
+        else:
+            prepared.error = StageError("build", build_error)
     return prepared
 
 
@@ -117,16 +126,7 @@ def execute(
     env = worker_env(env_extra)
     try:
         started = time.monotonic()
-        outcome = _run_candidate(
-            prepared.problem,
-            prepared.solution,
-            opts,
-            prepared.seed,
-            prepared.builds,
-            scratch,
-            notify,
-            env,
-        )
+        outcome = _run_candidate(prepared, scratch, notify, env)
         stage_times["worker"] = round(time.monotonic() - started, 3)
         error = _absorb_worker(result, outcome)
         if error is None and "compile" in opts.baselines and result.correct:
@@ -145,7 +145,8 @@ def _silent(stage: str, text: str) -> None:
 
 def _prebuild(
     solution: Solution, inline_calls: list[dict[str, Any]], opts: EvalOptions
-) -> tuple[list[BuildResult], str | None]:
+) -> tuple[list[BuildResult], str | None, ExtensionSpec | None]:
+    """Build what the static pass found; (builds, first error, the spec that failed to build)."""
     specs: list[ExtensionSpec] = []
     try:
         if solution.kind is SolutionKind.WORKDIR:
@@ -154,26 +155,40 @@ def _prebuild(
         else:
             specs.extend(inline_spec(opts.backend, **kw) for kw in inline_calls)
     except (FlagError, TypeError) as err:
-        return [], str(err)
+        return [], str(err), None
     builds = []
     for spec in specs:
         build = build_extension(spec, timeout_s=opts.build_timeout_s)
         builds.append(build)
         if not build.ok:
-            return builds, build.error or "build failed"
-    return builds, None
+            failed = spec if spec.origin != "workdir" else None
+            return builds, build.error or "build failed", failed
+    return builds, None, None
+
+
+def _may_catch(solution: Solution) -> bool:
+    """Whether a single-file solution's code could catch a failed build (a ``try`` or ``with``
+    statement anywhere in its Python files): only then is its worker needed to tell a
+    fallback from a plain build failure."""
+    if solution.kind is not SolutionKind.SINGLE_FILE:
+        return False
+    for name, text in solution.files.items():
+        if not name.endswith(".py"):
+            continue
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        if any(isinstance(n, CATCHING) for n in ast.walk(tree)):
+            return True
+    return False
 
 
 def _run_candidate(
-    problem: Problem,
-    solution: Solution,
-    opts: EvalOptions,
-    seed: int,
-    builds: list[BuildResult],
-    scratch: Path,
-    notify: Progress,
-    env: dict[str, str],
+    prepared: Prepared, scratch: Path, notify: Progress, env: dict[str, str]
 ) -> WorkerOutcome:
+    problem, solution, opts = prepared.problem, prepared.solution, prepared.opts
+    seed, builds = prepared.seed, prepared.builds
     prebuilt = None
     if solution.kind is SolutionKind.WORKDIR and builds and builds[0].module_path:
         prebuilt = str(builds[0].module_path)
@@ -188,6 +203,7 @@ def _run_candidate(
         solution_root="",  # set by run_worker: the files go to the worker's own folder
         solution_entry=solution.entry_file,
         prebuilt_module=prebuilt,
+        known_build_failures=dict(prepared.known_build_failures),
         trials=opts.trials,
         atol=opts.atol if opts.atol is not None else problem.tolerance.atol,
         rtol=opts.rtol if opts.rtol is not None else problem.tolerance.rtol,
@@ -269,6 +285,8 @@ def _absorb_worker(result: EvalResult, outcome: WorkerOutcome) -> StageError | N
         "profile",
         "worker_phases_s",
         "precision",
+        "notes",
+        "weight_probe",
     ):
         if key in record:
             result.details[key] = record[key]

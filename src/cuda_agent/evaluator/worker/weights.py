@@ -1,0 +1,185 @@
+"""How the reference's weights reach ModelNew, and the probe of solutions tuned to initial weights.
+
+Both models are constructed from the same seed (as KernelBench does). Then, by policy:
+
+* strict weights (``strict``, the paper's rule): the reference's ``state_dict`` is loaded with
+  ``load_state_dict(strict=True)``; different names or shapes reject the solution
+  (``WeightsMismatch``);
+* otherwise (``kernelbench``, ``off``): it is loaded when the names and shapes match exactly;
+  when they do not, the seeded construction is kept and ``Transfer.note`` says why. The
+  evaluation then compares the two models only at their initial weights.
+
+The probe (``probe_pairs``, ``perturbed``): after verification, the same new values are given to
+the learnable parameters of both models and they must still agree. This catches a solution
+that is right only at the initial values (a LayerNorm whose kernel ignores its weight and
+bias, which start as ones and zeros; a cache of weights made at construction). It needs a
+one-to-one correspondence between the two models' parameters: by name when the weights were
+transferred, else by shape and identical initial values (renamed parameters). It is skipped,
+and says why, when no such correspondence exists or when ModelNew holds tensor state the
+probe cannot see (extra buffers, tensors kept in plain attributes), which might be derived
+from the weights: that would be a false rejection. Buffers are never perturbed (masks and
+other constants may legitimately be built into a kernel).
+
+This module only plans and applies; running the two models and judging belong to
+``evaluate.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+MAX_LISTED = 4
+RELATIVE_STEP = 0.25  # new = old * (1 + 0.25 u) + 0.25 * mean|old| * w, with u, w in [-1, 1]
+
+
+class WeightsMismatch(Exception):
+    """Strict ``load_state_dict`` failed: ModelNew's parameter names or shapes differ."""
+
+
+@dataclass
+class Transfer:
+    transferred: bool
+    note: str | None = None  # why the weights were not transferred
+
+
+def transfer(model: torch.nn.Module, state: dict[str, torch.Tensor], strict: bool) -> Transfer:
+    """Load ``state`` (the reference's weights) into ``model`` according to the policy."""
+    if strict:
+        try:
+            model.load_state_dict({k: v.clone() for k, v in state.items()}, strict=True)
+        except RuntimeError as err:
+            first = str(err).strip().splitlines()
+            raise WeightsMismatch(" ".join(line.strip() for line in first[:3])[:800]) from None
+        return Transfer(True)
+    difference = state_difference(model.state_dict(), state)
+    if difference:
+        return Transfer(False, difference)
+    model.load_state_dict({k: v.clone() for k, v in state.items()}, strict=True)
+    return Transfer(True)
+
+
+def state_difference(ours: dict[str, torch.Tensor], theirs: dict[str, torch.Tensor]) -> str:
+    """How ModelNew's ``state_dict`` (``ours``) differs from Model's; empty when they match."""
+    missing = [k for k in theirs if k not in ours]
+    extra = [k for k in ours if k not in theirs]
+    shapes = [
+        f"{k} {tuple(ours[k].shape)} vs {tuple(theirs[k].shape)}"
+        for k in theirs
+        if k in ours and tuple(ours[k].shape) != tuple(theirs[k].shape)
+    ]
+    parts = []
+    for label, items in (
+        ("Model's keys missing", missing),
+        ("extra keys", extra),
+        ("shapes differ", shapes),
+    ):
+        if items:
+            listed = ", ".join(items[:MAX_LISTED]) + (" ..." if len(items) > MAX_LISTED else "")
+            parts.append(f"{label}: {listed}")
+    return "; ".join(parts)
+
+
+Pairs = list[tuple[str, torch.Tensor, torch.Tensor]]  # (Model's name, Model's, ModelNew's)
+
+
+def probe_pairs(
+    reference: torch.nn.Module, candidate: torch.nn.Module, transferred: bool
+) -> tuple[Pairs, str | None]:
+    """(name, reference parameter, candidate parameter) to perturb alike, or a reason not to.
+
+    An empty list with no reason means there is nothing to perturb.
+    """
+    ref_params = _learnable(reference)
+    if not ref_params:
+        return [], None
+    hidden = _unregistered_tensors(candidate)
+    if hidden:
+        return [], f"ModelNew keeps tensors outside its parameters and buffers ({hidden})"
+    cand_params = _learnable(candidate)
+    if transferred:
+        if cand_params.keys() != ref_params.keys():
+            return [], "ModelNew's learnable parameters are not Model's"
+        pairs = [(n, t, cand_params[n]) for n, t in ref_params.items()]
+    else:
+        matched = _match_by_value(list(ref_params.items()), list(cand_params.values()))
+        if matched is None:
+            return [], "ModelNew's parameters do not correspond one to one to Model's"
+        pairs = matched
+    extra = _extra_buffers(reference, candidate)
+    if extra:
+        return [], f"ModelNew holds buffers that Model does not ({extra})"
+    return pairs, None
+
+
+def perturbed(t: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """New values for ``t``: a random relative change of up to 25% plus an offset of up to 25%
+    of its mean magnitude (1 for an all-zero tensor), so ones and zeros move too."""
+    base = t.detach().float()
+    u = torch.rand(base.shape, generator=generator, device=base.device) * 2 - 1
+    w = torch.rand(base.shape, generator=generator, device=base.device) * 2 - 1
+    scale = base.abs().mean() if base.numel() else torch.tensor(0.0, device=base.device)
+    scale = torch.where(scale > 0, scale, torch.ones_like(scale))
+    return (base * (1 + RELATIVE_STEP * u) + RELATIVE_STEP * scale * w).to(t.dtype)
+
+
+def _learnable(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {
+        n: p
+        for n, p in model.named_parameters()
+        if p.requires_grad and p.is_floating_point() and p.numel() > 0
+    }
+
+
+def _match_by_value(ref: list[tuple[str, torch.Tensor]], cand: list[torch.Tensor]) -> Pairs | None:
+    """Pair each reference tensor with the first unused candidate tensor of the same shape,
+    dtype, device and identical values (both models come from the same seed); None unless
+    every tensor on both sides is paired."""
+    if len(ref) != len(cand):
+        return None
+    used: set[int] = set()
+    pairs: Pairs = []
+    for name, r in ref:
+        for j, c in enumerate(cand):
+            if j in used or c.shape != r.shape or c.dtype != r.dtype or c.device != r.device:
+                continue
+            if torch.equal(c.detach(), r.detach()):
+                used.add(j)
+                pairs.append((name, r, c))
+                break
+        else:
+            return None
+    return pairs
+
+
+def _extra_buffers(reference: torch.nn.Module, candidate: torch.nn.Module) -> str:
+    """Floating buffers of ModelNew (persistent or not) equal to none of Model's."""
+    theirs = [b for b in reference.buffers() if b.is_floating_point()]
+    extra = []
+    for name, b in candidate.named_buffers():
+        if not b.is_floating_point():
+            continue
+        if not any(
+            t.shape == b.shape and t.device == b.device and torch.equal(t, b) for t in theirs
+        ):
+            extra.append(name)
+    return ", ".join(extra[:MAX_LISTED])
+
+
+def _unregistered_tensors(model: torch.nn.Module) -> str:
+    """Tensors held by module attributes (directly or in a list, tuple or dict) that are not
+    the model's parameters or buffers: possibly copies of the weights made at construction
+    or on the first call."""
+    registered = {id(t) for t in model.parameters()} | {id(t) for t in model.buffers()}
+    found = []
+    for prefix, module in model.named_modules():
+        own = (module._parameters, module._buffers, module._modules)
+        for attr, value in vars(module).items():
+            if any(value is o for o in own):
+                continue
+            items = list(value.values()) if isinstance(value, dict) else value
+            values = items if isinstance(items, list | tuple) else [value]
+            if any(isinstance(v, torch.Tensor) and id(v) not in registered for v in values):
+                found.append(f"{prefix}.{attr}" if prefix else attr)
+    return ", ".join(found[:MAX_LISTED])
