@@ -22,10 +22,8 @@ Order of events (the order is part of the defence):
 from __future__ import annotations
 
 import functools
-import os
 import random
 import statistics
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -68,10 +66,14 @@ from cuda_agent.evaluator.worker.names import (
 from cuda_agent.evaluator.worker.precision import apply_precision
 from cuda_agent.evaluator.worker.protocol import ResultChannel, WorkerRequest
 from cuda_agent.evaluator.worker.reference import ProblemFailure, Reference, build_reference
-from cuda_agent.evaluator.worker.shim import BuildShim
+from cuda_agent.evaluator.worker.shim import BuildShim, private_temp_roots
 from cuda_agent.evaluator.worker.tensors import clone_nested, derive_seed, fingerprint_nested
 from cuda_agent.evaluator.worker.timing import time_interleaved
-from cuda_agent.evaluator.worker.weights import perturbed, probe_pairs
+from cuda_agent.evaluator.worker.weights import (
+    not_transferred_text,
+    probe_pairs,
+    same_new_weights,
+)
 
 KERNELBENCH_MIN_COVERAGE = 0.01  # custom kernels' share of device time under `kernelbench`
 STREAM_SLACK = 1.15  # device work may exceed the event time by 15% + 20 us (profiler jitter)
@@ -159,7 +161,7 @@ def _evaluate(
         req.backend,
         root,
         req.build_timeout_s,
-        roots=_private_temp(root),
+        roots=private_temp_roots(root),
         known_failures=req.known_build_failures,
     )
     shim.install()
@@ -385,15 +387,9 @@ def _weight_probe(
         return
     generator = torch.Generator(device=device.torch_device)
     generator.manual_seed(derive_seed(req.seed, "weight_probe"))
-    saved = [c.detach().clone() for _, _, c in pairs]
     files = tuple(str(p) for p in Path(req.solution_root).rglob("*.py"))
     inputs = ref.timing_inputs()[0]
-    try:
-        with torch.no_grad():
-            for _, r, c in pairs:
-                new = perturbed(r, generator)
-                r.copy_(new)
-                c.copy_(new)
+    with same_new_weights(pairs, generator, ref.state):
         try:
             out = clone_nested(_call(instance.model, clone_nested(inputs)))
             device.synchronize()
@@ -404,11 +400,6 @@ def _weight_probe(
         _integrity(ref, state, identities, threads_before, where="with new weights", tensors=False)
         expected = _call(ref.model, clone_nested(inputs))
         device.synchronize()
-    finally:
-        with torch.no_grad():
-            for (name, r, c), old in zip(pairs, saved, strict=True):
-                r.copy_(ref.state[name])
-                c.copy_(old)
     if not ref.weights_intact():
         raise Verdict(
             "verify", "the reference model's weights were modified", ["reference_weights_mutated"]
@@ -426,25 +417,10 @@ def _weight_probe(
 
 
 def _weights_note(ref: Reference, instance: Instance, result: dict[str, Any]) -> None:
-    moved = instance.transfer
-    if moved.transferred:
+    if instance.transfer.transferred:
         return
     probe = result.get("weight_probe") or {}
-    text = (
-        f"ModelNew's state_dict differs from Model's ({moved.note}), so Model's weights were "
-        "not loaded; both models were constructed from the same seed and compared as built"
-    )
-    if probe.get("ran"):
-        text += (
-            "; both then received the same new values for their parameters (matched by shape "
-            "and initial value) and still agreed"
-        )
-    else:
-        reason = probe.get("skipped") or "the policy does not ask for it"
-        text += (
-            ". The evaluation therefore cannot tell a solution that works only at these initial "
-            f"weight values (the perturbed-weights check was not possible: {reason})"
-        )
+    text = not_transferred_text(instance.transfer, bool(probe.get("ran")), probe.get("skipped"))
     if instance.built_on_host != ref.built_on_host:
         text += "; note: ModelNew and Model were not built on the same device (see warnings)"
     _note(result, NOTE_WEIGHTS_NOT_TRANSFERRED, text)
@@ -461,26 +437,6 @@ def _fallback_note(shim: BuildShim, result: dict[str, Any]) -> None:
         f"an extension build failed and the solution caught the error ({ran}); the build "
         f"error:\n{shim.failure}",
     )
-
-
-def _private_temp(root: Path) -> list[Path]:
-    """The worker's private temporary folder (``<worker folder>/private/tmp``), made this
-    process's TMPDIR, with its other name (bubblewrap binds it at /tmp): where ``load`` may
-    take sources a solution writes at run time, besides the solution folder."""
-    tmp = root.parent / "private" / "tmp"
-    try:
-        tmp.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return []
-    os.environ["TMPDIR"] = str(tmp)
-    tempfile.tempdir = None
-    aliases = [tmp]
-    try:
-        if os.path.samefile("/tmp", tmp):
-            aliases.append(Path("/tmp"))
-    except OSError:
-        pass
-    return aliases
 
 
 def _kernel_check(

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
+import tempfile
 import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -193,6 +195,26 @@ class BuildShim:
 
         cpp_extension.load_inline = self.load_inline
         cpp_extension.load = self.load
+
+
+def private_temp_roots(root: Path) -> list[Path]:
+    """The worker's private temporary folder (``<worker folder>/private/tmp``, the worker folder
+    holding the solution folder ``root``), made this process's TMPDIR; with its other name
+    (bubblewrap binds it at /tmp). ``load`` may take sources from there besides ``root``."""
+    tmp = root.parent / "private" / "tmp"
+    try:
+        tmp.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return []
+    os.environ["TMPDIR"] = str(tmp)
+    tempfile.tempdir = None
+    aliases = [tmp]
+    try:
+        if os.path.samefile("/tmp", tmp):
+            aliases.append(Path("/tmp"))
+    except OSError:
+        pass
+    return aliases
 
 
 def _import_extension(name: str, path: Path) -> types.ModuleType:

@@ -26,6 +26,8 @@ This module only plans and applies; running the two models and judging belong to
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -122,6 +124,46 @@ def perturbed(t: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     scale = base.abs().mean() if base.numel() else torch.tensor(0.0, device=base.device)
     scale = torch.where(scale > 0, scale, torch.ones_like(scale))
     return (base * (1 + RELATIVE_STEP * u) + RELATIVE_STEP * scale * w).to(t.dtype)
+
+
+@contextmanager
+def same_new_weights(
+    pairs: Pairs, generator: torch.Generator, pristine: dict[str, torch.Tensor]
+) -> Iterator[None]:
+    """Give each pair the same ``perturbed`` values for the ``with`` block; then restore the
+    reference's from ``pristine`` (its state_dict copy) and the candidate's from a copy."""
+    saved = [c.detach().clone() for _, _, c in pairs]
+    try:
+        with torch.no_grad():
+            for _, r, c in pairs:
+                new = perturbed(r, generator)
+                r.copy_(new)
+                c.copy_(new)
+        yield
+    finally:
+        with torch.no_grad():
+            for (name, r, c), old in zip(pairs, saved, strict=True):
+                r.copy_(pristine[name])
+                c.copy_(old)
+
+
+def not_transferred_text(moved: Transfer, probed: bool, skipped: str | None) -> str:
+    """The text of the note ``weights_not_transferred``: what was compared, and what cannot be
+    told when the probe did not run."""
+    text = (
+        f"ModelNew's state_dict differs from Model's ({moved.note}), so Model's weights were "
+        "not loaded; both models were constructed from the same seed and compared as built"
+    )
+    if probed:
+        return text + (
+            "; both then received the same new values for their parameters (matched by shape "
+            "and initial value) and still agreed"
+        )
+    return text + (
+        ". The evaluation therefore cannot tell a solution that works only at these initial "
+        f"weight values (the perturbed-weights check was not possible: "
+        f"{skipped or 'the policy does not ask for it'})"
+    )
 
 
 def _learnable(model: torch.nn.Module) -> dict[str, torch.Tensor]:
