@@ -182,13 +182,17 @@ def test_nothing_to_probe_without_learnable_parameters() -> None:
     assert probe_pairs(nn.ReLU(), nn.ReLU(), transferred=True) == ([], None)
 
 
-def test_perturbed_values_move_ones_and_zeros_and_stay_deterministic() -> None:
-    ones, zeros = torch.ones(1000), torch.zeros(1000)
+def test_perturbed_constants_move_and_varied_tensors_are_reshuffled() -> None:
     gen = torch.Generator().manual_seed(5)
-    a, b = perturbed(ones, gen), perturbed(zeros, gen)
-    assert (a - 1).abs().max() > 0.2 and a.min() >= 0.5 and a.max() <= 1.5
-    assert b.abs().max() > 0.2 and b.abs().max() <= 0.25
-    again = perturbed(ones, torch.Generator().manual_seed(5))
-    assert torch.equal(a, again)
-    half = perturbed(torch.ones(4, dtype=torch.float16), gen)
-    assert half.dtype == torch.float16
+    ones, zeros = perturbed(torch.ones(1000), gen), perturbed(torch.zeros(1000), gen)
+    assert (ones - 1).abs().max() > 0.2 and ones.min() >= 0.75 and ones.max() <= 1.25
+    assert zeros.abs().max() > 0.2 and zeros.abs().max() <= 0.25
+    scalar = perturbed(torch.tensor([3.0]), gen)
+    assert scalar.shape == (1,) and 0.0 < abs(float(scalar) - 3.0) <= 0.75
+    weight = torch.randn(64, 32)
+    shuffled = perturbed(weight, gen)
+    assert shuffled.shape == weight.shape and not torch.equal(shuffled, weight)
+    assert torch.equal(shuffled.flatten().sort().values, weight.flatten().sort().values)
+    again = perturbed(weight, torch.Generator().manual_seed(5))
+    assert torch.equal(again, perturbed(weight, torch.Generator().manual_seed(5)))
+    assert perturbed(torch.ones(4, dtype=torch.float16), gen).dtype == torch.float16

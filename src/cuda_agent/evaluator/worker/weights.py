@@ -10,7 +10,8 @@ Both models are constructed from the same seed (as KernelBench does). Then, by p
   evaluation then compares the two models only at their initial weights.
 
 The probe (``probe_pairs``, ``perturbed``): after verification, the same new values are given to
-the learnable parameters of both models and they must still agree. This catches a solution
+the learnable parameters of both models and they must still agree (varied tensors get their own
+values shuffled, as another seed would draw them; constant ones are moved). This catches a solution
 that is right only at the initial values (a LayerNorm whose kernel ignores its weight and
 bias, which start as ones and zeros; a cache of weights made at construction). It needs a
 one-to-one correspondence between the two models' parameters: by name when the weights were
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 import torch
 
 MAX_LISTED = 4
-RELATIVE_STEP = 0.25  # new = old * (1 + 0.25 u) + 0.25 * mean|old| * w, with u, w in [-1, 1]
+RELATIVE_STEP = 0.25  # constants move by up to 25% of their magnitude (at least 0.25)
 
 
 class WeightsMismatch(Exception):
@@ -116,14 +117,21 @@ def probe_pairs(
 
 
 def perturbed(t: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """New values for ``t``: a random relative change of up to 25% plus an offset of up to 25%
-    of its mean magnitude (1 for an all-zero tensor), so ones and zeros move too."""
-    base = t.detach().float()
-    u = torch.rand(base.shape, generator=generator, device=base.device) * 2 - 1
+    """New values for ``t``, drawn as a second initialisation would draw them.
+
+    A tensor with varied values gets its own values in a random order: the same distribution
+    (independently initialised weights look like another seed's draw), so the model's
+    numerics stay as tame as at construction. A constant tensor (LayerNorm's ones and zeros,
+    a scalar) gets each element moved by up to 25% of its magnitude (at least 0.25).
+    """
+    flat = t.detach().reshape(-1)
+    if flat.numel() > 1 and not bool((flat == flat[0]).all()):
+        order = torch.randperm(flat.numel(), generator=generator, device=flat.device)
+        return flat[order].reshape(t.shape).clone()
+    base = flat.float()
+    step = RELATIVE_STEP * base.abs().clamp(min=1.0)
     w = torch.rand(base.shape, generator=generator, device=base.device) * 2 - 1
-    scale = base.abs().mean() if base.numel() else torch.tensor(0.0, device=base.device)
-    scale = torch.where(scale > 0, scale, torch.ones_like(scale))
-    return (base * (1 + RELATIVE_STEP * u) + RELATIVE_STEP * scale * w).to(t.dtype)
+    return (base + step * w).to(t.dtype).reshape(t.shape)
 
 
 @contextmanager
