@@ -192,9 +192,7 @@ def _match_by_value(ref: list[tuple[str, torch.Tensor]], cand: list[torch.Tensor
     pairs: Pairs = []
     for name, r in ref:
         for j, c in enumerate(cand):
-            if j in used or c.shape != r.shape or c.dtype != r.dtype or c.device != r.device:
-                continue
-            if torch.equal(c.detach(), r.detach()):
+            if j not in used and _equal(c.detach(), r.detach()):
                 used.add(j)
                 pairs.append((name, r, c))
                 break
@@ -204,17 +202,24 @@ def _match_by_value(ref: list[tuple[str, torch.Tensor]], cand: list[torch.Tensor
 
 
 def _extra_buffers(reference: torch.nn.Module, candidate: torch.nn.Module) -> str:
-    """Floating buffers of ModelNew (persistent or not) equal to none of Model's."""
-    theirs = [b for b in reference.buffers() if b.is_floating_point()]
+    """Floating buffers of ModelNew (persistent or not) equal to none of Model's: the one of
+    the same name first, then those of the same shape (one comparison each in the usual case,
+    so a network with hundreds of norm layers stays cheap)."""
+    theirs = {n: b for n, b in reference.named_buffers() if b.is_floating_point()}
     extra = []
     for name, b in candidate.named_buffers():
         if not b.is_floating_point():
             continue
-        if not any(
-            t.shape == b.shape and t.device == b.device and torch.equal(t, b) for t in theirs
-        ):
+        same = theirs.get(name)
+        if same is not None and _equal(same, b):
+            continue
+        if not any(_equal(t, b) for t in theirs.values()):
             extra.append(name)
     return ", ".join(extra[:MAX_LISTED])
+
+
+def _equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype and a.device == b.device and torch.equal(a, b)
 
 
 def _unregistered_tensors(model: torch.nn.Module) -> str:
