@@ -100,13 +100,13 @@ def prepare(
     prepared.builds, build_error, failed = _prebuild(solution, report.inline_calls, opts)
     result.details["builds"] = [b.to_dict() for b in prepared.builds]
     stage_times["build"] = round(time.monotonic() - started, 3)
-    if build_error:
-        if failed is not None and _may_catch(solution):
-            # the solution may catch the error and fall back: its worker decides (fallback
-            # verdict, or stage build with this same text); the shim does not compile again
+    if build_error and _may_catch(solution):
+        # the solution may catch the error and fall back: its worker decides (a fallback
+        # verdict, or stage build with this same text); the shim does not compile it again
+        if failed is not None:
             prepared.known_build_failures[failure_key(failed)] = build_error
-        else:
-            prepared.error = StageError("build", build_error)
+    elif build_error:
+        prepared.error = StageError("build", build_error)
     return prepared
 
 
@@ -126,7 +126,17 @@ def execute(
     env = worker_env(env_extra)
     try:
         started = time.monotonic()
-        outcome = _run_candidate(prepared, scratch, notify, env)
+        outcome = _run_candidate(
+            prepared.problem,
+            prepared.solution,
+            opts,
+            prepared.seed,
+            prepared.builds,
+            scratch,
+            notify,
+            env,
+            prepared.known_build_failures,
+        )
         stage_times["worker"] = round(time.monotonic() - started, 3)
         error = _absorb_worker(result, outcome)
         if error is None and "compile" in opts.baselines and result.correct:
@@ -185,10 +195,16 @@ def _may_catch(solution: Solution) -> bool:
 
 
 def _run_candidate(
-    prepared: Prepared, scratch: Path, notify: Progress, env: dict[str, str]
+    problem: Problem,
+    solution: Solution,
+    opts: EvalOptions,
+    seed: int,
+    builds: list[BuildResult],
+    scratch: Path,
+    notify: Progress,
+    env: dict[str, str],
+    known_build_failures: dict[str, str],
 ) -> WorkerOutcome:
-    problem, solution, opts = prepared.problem, prepared.solution, prepared.opts
-    seed, builds = prepared.seed, prepared.builds
     prebuilt = None
     if solution.kind is SolutionKind.WORKDIR and builds and builds[0].module_path:
         prebuilt = str(builds[0].module_path)
@@ -203,7 +219,7 @@ def _run_candidate(
         solution_root="",  # set by run_worker: the files go to the worker's own folder
         solution_entry=solution.entry_file,
         prebuilt_module=prebuilt,
-        known_build_failures=dict(prepared.known_build_failures),
+        known_build_failures=dict(known_build_failures),
         trials=opts.trials,
         atol=opts.atol if opts.atol is not None else problem.tolerance.atol,
         rtol=opts.rtol if opts.rtol is not None else problem.tolerance.rtol,
