@@ -378,8 +378,10 @@ def _weight_probe(
 ) -> None:
     """Give both models the same new parameter values; they must still agree (``weights.py``).
 
-    The reference's parameters are restored from its pristine copy afterwards, the
-    candidate's from a copy made here; the reference's fingerprint must then hold again.
+    The reference's weights, as given, are fingerprinted before the candidate's call and
+    checked after it (a change then would be undone by the restore and go unseen). The
+    reference's parameters are restored from its pristine copy afterwards, the candidate's from
+    a copy made here; the reference's fingerprint must then hold again.
     """
     pairs, reason = probe_pairs(ref.model, instance.model, instance.transfer.transferred)
     result["weight_probe"] = {"ran": bool(pairs), "parameters": len(pairs), "skipped": reason}
@@ -390,6 +392,7 @@ def _weight_probe(
     files = tuple(str(p) for p in Path(req.solution_root).rglob("*.py"))
     inputs = ref.timing_inputs()[0]
     with same_new_weights(pairs, generator, ref.state):
+        given = fingerprint_nested(list(ref.model.state_dict().values()))
         try:
             out = clone_nested(_call(instance.model, clone_nested(inputs)))
             device.synchronize()
@@ -397,6 +400,12 @@ def _weight_probe(
             raise _raised(
                 err, shim, files, "verify", "with new weights, ModelNew.forward"
             ) from None
+        if fingerprint_nested(list(ref.model.state_dict().values())) != given:
+            raise Verdict(
+                "verify",
+                "the reference model's weights were modified while both had new weights",
+                ["reference_weights_mutated"],
+            )
         _integrity(ref, state, identities, threads_before, where="with new weights", tensors=False)
         expected = _call(ref.model, clone_nested(inputs))
         device.synchronize()

@@ -16,10 +16,12 @@ that is right only at the initial values (a LayerNorm whose kernel ignores its w
 bias, which start as ones and zeros; a cache of weights made at construction). It needs a
 one-to-one correspondence between the two models' parameters: by name when the weights were
 transferred, else by shape and identical initial values (renamed parameters). It is skipped,
-and says why, when no such correspondence exists or when ModelNew holds tensor state the
-probe cannot see (extra buffers, tensors kept in plain attributes), which might be derived
-from the weights: that would be a false rejection. Buffers are never perturbed (masks and
-other constants may legitimately be built into a kernel).
+and says why, when no such correspondence exists or when ModelNew's state_dict holds buffers
+Model's does not: they may be derived from the weights and are consistent whenever ModelNew's
+own state_dict is loaded, so changing the parameters alone would be a false rejection. Copies
+kept outside the state_dict (plain attributes, non-persistent buffers, a cache filled on the
+first call) do not get that excuse: no ``load_state_dict`` would update them either. Buffers
+are never perturbed (masks and other constants may legitimately be built into a kernel).
 
 This module only plans and applies; running the two models and judging belong to
 ``evaluate.py``.
@@ -97,9 +99,6 @@ def probe_pairs(
     ref_params = _learnable(reference)
     if not ref_params:
         return [], None
-    hidden = _unregistered_tensors(candidate)
-    if hidden:
-        return [], f"ModelNew keeps tensors outside its parameters and buffers ({hidden})"
     cand_params = _learnable(candidate)
     if transferred:
         if cand_params.keys() != ref_params.keys():
@@ -202,14 +201,12 @@ def _match_by_value(ref: list[tuple[str, torch.Tensor]], cand: list[torch.Tensor
 
 
 def _extra_buffers(reference: torch.nn.Module, candidate: torch.nn.Module) -> str:
-    """Floating buffers of ModelNew (persistent or not) equal to none of Model's: the one of
-    the same name first, then those of the same shape (one comparison each in the usual case,
-    so a network with hundreds of norm layers stays cheap)."""
-    theirs = {n: b for n, b in reference.named_buffers() if b.is_floating_point()}
+    """Floating buffers in ModelNew's state_dict equal to none in Model's: the one of the same
+    name first, then those of the same shape (one comparison each in the usual case, so a
+    network with hundreds of norm layers stays cheap)."""
+    theirs = _persistent_buffers(reference)
     extra = []
-    for name, b in candidate.named_buffers():
-        if not b.is_floating_point():
-            continue
+    for name, b in _persistent_buffers(candidate).items():
         same = theirs.get(name)
         if same is not None and _equal(same, b):
             continue
@@ -218,23 +215,14 @@ def _extra_buffers(reference: torch.nn.Module, candidate: torch.nn.Module) -> st
     return ", ".join(extra[:MAX_LISTED])
 
 
+def _persistent_buffers(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    params = {n for n, _ in model.named_parameters(remove_duplicate=False)}
+    return {
+        n: t
+        for n, t in model.state_dict(keep_vars=True).items()
+        if n not in params and t.is_floating_point()
+    }
+
+
 def _equal(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.shape == b.shape and a.dtype == b.dtype and a.device == b.device and torch.equal(a, b)
-
-
-def _unregistered_tensors(model: torch.nn.Module) -> str:
-    """Tensors held by module attributes (directly or in a list, tuple or dict) that are not
-    the model's parameters or buffers: possibly copies of the weights made at construction
-    or on the first call."""
-    registered = {id(t) for t in model.parameters()} | {id(t) for t in model.buffers()}
-    found = []
-    for prefix, module in model.named_modules():
-        own = (module._parameters, module._buffers, module._modules)
-        for attr, value in vars(module).items():
-            if any(value is o for o in own):
-                continue
-            items = list(value.values()) if isinstance(value, dict) else value
-            values = items if isinstance(items, list | tuple) else [value]
-            if any(isinstance(v, torch.Tensor) and id(v) not in registered for v in values):
-                found.append(f"{prefix}.{attr}" if prefix else attr)
-    return ", ".join(found[:MAX_LISTED])
