@@ -3,9 +3,12 @@
 Families follow ``shared/exploits.md`` (A: correctness-side, B: timing-side, C: harness and
 environment); ``F`` marks the fault suite. ``rejected`` means reward -1 with at least one of
 the named flags; ``scored`` means the trick is legitimate (or has no effect) under the active
-policy and the solution is scored honestly: correct, no flags. ``known_gap`` marks what the
-evaluator does not catch today (run as an expected failure, and listed in docs/security.md).
-GPU-only families (B1 other streams, B5 persisting L2, A9 TF32 switch) live in tests/gpu.
+policy and the solution is scored honestly: correct, no flags (``notes`` lists the
+warning-level notes it must carry). ``known_gap`` marks what the evaluator does not catch today
+(run as an expected failure, and listed in docs/security.md). One fixture file may be judged
+under several policies: each entry is named ``<file>@<policy>`` then. ``message_has`` is text
+the error message must contain (the compiler diagnostic a fallback caught, say). GPU-only
+families (B1 other streams, B5 persisting L2, A9 TF32 switch) live in tests/gpu.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 FIXTURES = Path(__file__).parent / "fixtures"
+PROBLEMS = Path(__file__).parent / "problems"
+LAYER_NORM = str(PROBLEMS / "layer_norm_plain.py")  # default init: weight ones, bias zeros
 
 
 @dataclass(frozen=True)
@@ -28,10 +33,16 @@ class Fixture:
     needs_sandbox: bool = False
     known_gap: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    message_has: str = ""
+
+    @property
+    def file(self) -> str:
+        return self.name.partition("@")[0]
 
     @property
     def path(self) -> Path:
-        return FIXTURES / f"{self.name}.py"
+        return FIXTURES / f"{self.file}.py"
 
 
 def R(
@@ -44,6 +55,10 @@ def S(name: str, family: str, defence: str, problem: str = "relu", **kw: Any) ->
     return Fixture(name, family, problem, "scored", (), defence, **kw)
 
 
+def under(policy: str) -> dict[str, Any]:
+    return {"options": {"policy": policy}}
+
+
 MISMATCH = ("output_mismatch:value",)
 GARBAGE = ("output_mismatch:value", "output_mismatch:nan", "output_mismatch:inf")  # any bits
 
@@ -53,6 +68,13 @@ CATALOGUE: list[Fixture] = [
     R("a2_zeros", "A2", MISMATCH, "non-degenerate problems (task lint), element-wise tolerance"),
     R("a3_stale_memory", "A3", GARBAGE, "candidate first: no reference output exists yet"),
     R("a4_zero_inputs", "A4", ("input_mutated",), "own input clones, compared after the call"),
+    R(
+        "a4_inplace_relu_input@kernelbench",
+        "A4",
+        ("input_mutated",),
+        "own input clones, compared with the reference's after both calls",
+        **under("kernelbench"),
+    ),
     R(
         "a4_own_weights",
         "A4",
@@ -84,15 +106,116 @@ CATALOGUE: list[Fixture] = [
     R("a5_getattr_alias", "A5/C3", ("forbidden_op:relu",), "dispatcher hook (names irrelevant)"),
     R("a5_call_reference_via_gc", "A5/A12", ("forbidden_op:relu",), "dispatcher hook"),
     R("a5_cpp_aten", "A5", ("forbidden_op:relu",), "dispatcher hook sees C++ calls"),
-    R("a6_fallback_except", "A6", ("build_failed",), "build failure is BaseException + recorded"),
-    R("a6_fallback_bare_except", "A6", ("build_failed",), "the shim records the failure"),
+    R(
+        "a6_fallback_except",
+        "A6",
+        ("no_custom_kernel",),
+        "the shim records the caught build failure; no custom call in the forward",
+        message_has="not_declared",
+    ),
+    R(
+        "a6_fallback_except@kernelbench",
+        "A6",
+        ("no_custom_kernel",),
+        "as under strict: a custom call is required in every forward",
+        message_has="not_declared",
+        **under("kernelbench"),
+    ),
+    S(
+        "a6_fallback_except@off",
+        "A6",
+        "no kernel requirement under off: scored, with the caught build error noted",
+        notes=("build_failed_caught",),
+        **under("off"),
+    ),
+    R(
+        "a6_fallback_bare_except",
+        "A6",
+        ("no_custom_kernel",),
+        "the shim records the failure",
+        message_has="not_declared",
+    ),
+    R(
+        "a6_fallback_in_init",
+        "A6",
+        ("no_custom_kernel",),
+        "run-time builds go through the shim; the caught failure is named",
+        message_has="missing_symbol",
+        **under("kernelbench"),
+    ),
     R("a7_decoy_kernel", "A7", ("forbidden_op:relu", "forbidden_op:cat"), "dispatcher hook"),
     R("a8_lazy_subclass", "A8", ("output_mismatch:type",), "plain torch.Tensor required"),
     S("a9_bf16_inside", "A9", "lower precision inside own kernels allowed within tolerance"),
+    R(
+        "a9_cudnn_benchmark",
+        "A9",
+        ("global_state_changed:cudnn_benchmark",),
+        "global switches snapshotted (strict: none may change)",
+    ),
+    S(
+        "a9_cudnn_benchmark@kernelbench",
+        "A9",
+        "kernelbench tolerates cudnn.benchmark: restored after every call, noted",
+        notes=("cudnn_benchmark",),
+        **under("kernelbench"),
+    ),
+    R(
+        "a9_cudnn_benchmark_tf32@kernelbench",
+        "A9",
+        ("global_state_changed:cudnn_tf32",),
+        "switches that change precision stay flagged under kernelbench",
+        **under("kernelbench"),
+    ),
     R("a10_fixed_seed", "A10", MISMATCH, "secret per-evaluation seed"),
     R("a11_nan_output", "A11", ("output_mismatch:nan",), "NaN positions must match"),
     R("a11_inf_output", "A11", ("output_mismatch:inf",), "infinities must match"),
+    R(
+        "a11_intermittent_nan@kernelbench",
+        "A11",
+        ("timed_output_mismatch", "output_mismatch:nan"),
+        "timed outputs are checked (the first timed round always)",
+        **under("kernelbench"),
+    ),
     R("a12_gc_steal_output", "A12", MISMATCH, "candidate first; only fingerprints kept"),
+    R(
+        "a15_init_values_renamed",
+        "A15",
+        ("load_failed",),
+        "strict load_state_dict: ModelNew's parameter names must be Model's",
+        problem=LAYER_NORM,
+    ),
+    R(
+        "a15_init_values_renamed@kernelbench",
+        "A15",
+        ("init_values_only",),
+        "parameters matched by shape and initial value get the same new values on both sides",
+        problem=LAYER_NORM,
+        **under("kernelbench"),
+    ),
+    R(
+        "a15_init_values_reshaped",
+        "A15",
+        ("load_failed",),
+        "strict load_state_dict: shapes must match",
+        problem=LAYER_NORM,
+    ),
+    S(
+        "a15_init_values_reshaped@kernelbench",
+        "A15",
+        "not detectable (no parameter correspondence): scored as KernelBench scores it, with "
+        "the note weights_not_transferred saying so",
+        problem=LAYER_NORM,
+        notes=("weights_not_transferred",),
+        **under("kernelbench"),
+    ),
+    S(
+        "a15_renamed_params_honest@kernelbench",
+        "A15",
+        "renamed parameters are legitimate under kernelbench: matched, probed, scored",
+        problem=LAYER_NORM,
+        notes=("weights_not_transferred",),
+        **under("kernelbench"),
+    ),
     R(
         "a13_cache_by_shape",
         "A13",

@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -47,35 +48,55 @@ def run(fixture: Fixture):
     return evaluate(resolve_problem(fixture.problem, "small"), load_solution(fixture.path), opts)
 
 
-@pytest.mark.parametrize("fixture", params())
-def test_fixture_gets_its_required_verdict(
-    fixture: Fixture, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    targets = [baselines_dir() / "pwned.json", Path("/var/tmp") / f"ca-adv-{os.getpid()}.txt"]
-    monkeypatch.setenv("CA_ADV_TARGETS", ":".join(str(t) for t in targets))
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(1)
-    listener.settimeout(0.2)
-    accepted: list[object] = []
-    stop = threading.Event()
+class Listener:
+    """A local server that no sandboxed candidate should reach (connections are counted)."""
 
-    def accept() -> None:
-        while not stop.is_set():
+    def __init__(self) -> None:
+        self.socket = socket.socket()
+        self.socket.bind(("127.0.0.1", 0))
+        self.socket.listen(1)
+        self.socket.settimeout(0.2)
+        self.accepted: list[object] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    @property
+    def port(self) -> int:
+        return int(self.socket.getsockname()[1])
+
+    def _accept(self) -> None:
+        while not self.stop.is_set():
             try:
-                accepted.append(listener.accept())
+                self.accepted.append(self.socket.accept())
             except OSError:
                 continue
 
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    monkeypatch.setenv("CA_ADV_PORT", str(listener.getsockname()[1]))
-    try:
-        result = run(fixture)
-    finally:
-        stop.set()
-        thread.join(timeout=2)
-        listener.close()
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(timeout=2)
+        self.socket.close()
+
+
+@pytest.fixture(scope="module")
+def listener() -> Iterator[Listener]:
+    """One listener and one set of target paths for the whole module: the workers' environment
+    (which names them) then stays the same from fixture to fixture, so started spare workers
+    are reused instead of piling up, one set per fixture."""
+    server = Listener()
+    targets = [baselines_dir() / "pwned.json", Path("/var/tmp") / f"ca-adv-{os.getpid()}.txt"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CA_ADV_TARGETS", ":".join(str(t) for t in targets))
+        patch.setenv("CA_ADV_PORT", str(server.port))
+        yield server
+    server.close()
+
+
+@pytest.mark.parametrize("fixture", params())
+def test_fixture_gets_its_required_verdict(fixture: Fixture, listener: Listener) -> None:
+    targets = [Path(t) for t in os.environ["CA_ADV_TARGETS"].split(":")]
+    connections = len(listener.accepted)
+    result = run(fixture)
 
     if fixture.expect == "scored":
         assert result.correct, (result.error, result.flags)
@@ -84,7 +105,10 @@ def test_fixture_gets_its_required_verdict(
         assert result.reward == -1.0 and not result.correct
         assert set(fixture.flags) & set(result.flags), (result.flags, result.error)
         assert result.error is not None and result.error.message
-    assert not accepted, "a connection left the sandbox"
+        assert fixture.message_has in result.error.message, result.error.message
+    notes = result.details.get("notes", [])
+    assert set(fixture.notes) <= set(notes), (notes, result.warnings)
+    assert len(listener.accepted) == connections, "a connection left the sandbox"
     for target in targets:
         assert not target.exists(), f"{target} was written"
     if fixture.name == "f_fork_children":
@@ -109,10 +133,11 @@ def test_after_the_faults_the_next_evaluation_is_right(tmp_path: Path) -> None:
 
 def test_every_fixture_file_is_catalogued() -> None:
     files = {p.stem for p in (Path(__file__).parent / "fixtures").glob("*.py")}
-    assert files == {f.name for f in CATALOGUE}
+    assert files == {f.file for f in CATALOGUE}
+    assert len({f.name for f in CATALOGUE}) == len(CATALOGUE)
 
 
 def test_every_fixture_is_in_the_security_table() -> None:
     table = (Path(__file__).resolve().parents[2] / "docs" / "security.md").read_text()
-    missing = [f.name for f in CATALOGUE if f"`{f.name}`" not in table]
+    missing = [f.name for f in CATALOGUE if f"`{f.file}`" not in table]
     assert not missing

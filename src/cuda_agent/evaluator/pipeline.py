@@ -10,6 +10,7 @@ snapshot of the solution, with a hard timeout. The same path serves the cpu and 
 
 from __future__ import annotations
 
+import ast
 import secrets
 import shutil
 import time
@@ -30,6 +31,7 @@ from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.reward import compute_reward
 from cuda_agent.evaluator.shapes import verify_shapes
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
+from cuda_agent.evaluator.worker.shim import failure_key
 from cuda_agent.evaluator.worker_process import (
     SpareWorkers,
     WorkerOutcome,
@@ -40,6 +42,7 @@ from cuda_agent.solutions.static import analyse
 from cuda_agent.workspace.template_files import harness_binding_files
 
 Progress = Callable[[str, str], None]
+CATCHING = (ast.Try, getattr(ast, "TryStar", ast.Try), ast.With, ast.AsyncWith)
 
 
 @dataclass
@@ -57,6 +60,7 @@ class Prepared:
     result: EvalResult
     builds: list[BuildResult] = field(default_factory=list)
     error: StageError | None = None
+    known_build_failures: dict[str, str] = field(default_factory=dict)
 
 
 def evaluate(
@@ -97,10 +101,15 @@ def prepare(
         return prepared
     started = time.monotonic()
     notify("build", "compiling")
-    prepared.builds, build_error = _prebuild(solution, report.inline_calls, opts)
+    prepared.builds, build_error, failed = _prebuild(solution, report.inline_calls, opts)
     result.details["builds"] = [b.to_dict() for b in prepared.builds]
     stage_times["build"] = round(time.monotonic() - started, 3)
-    if build_error:
+    if build_error and _may_catch(solution):
+        # the solution may catch the error and fall back: its worker decides (a fallback
+        # verdict, or stage build with this same text); the shim does not compile it again
+        if failed is not None:
+            prepared.known_build_failures[failure_key(failed)] = build_error
+    elif build_error:
         prepared.error = StageError("build", build_error)
     return prepared
 
@@ -131,6 +140,7 @@ def execute(
             scratch,
             notify,
             env,
+            prepared.known_build_failures,
         )
         stage_times["worker"] = round(time.monotonic() - started, 3)
         error = _absorb_worker(result, outcome)
@@ -163,7 +173,8 @@ def _silent(stage: str, text: str) -> None:
 
 def _prebuild(
     solution: Solution, inline_calls: list[dict[str, Any]], opts: EvalOptions
-) -> tuple[list[BuildResult], str | None]:
+) -> tuple[list[BuildResult], str | None, ExtensionSpec | None]:
+    """Build what the static pass found; (builds, first error, the spec that failed to build)."""
     specs: list[ExtensionSpec] = []
     try:
         if solution.kind is SolutionKind.WORKDIR:
@@ -172,14 +183,33 @@ def _prebuild(
         else:
             specs.extend(inline_spec(opts.backend, **kw) for kw in inline_calls)
     except (FlagError, TypeError) as err:
-        return [], str(err)
+        return [], str(err), None
     builds = []
     for spec in specs:
         build = build_extension(spec, timeout_s=opts.build_timeout_s)
         builds.append(build)
         if not build.ok:
-            return builds, build.error or "build failed"
-    return builds, None
+            failed = spec if spec.origin != "workdir" else None
+            return builds, build.error or "build failed", failed
+    return builds, None, None
+
+
+def _may_catch(solution: Solution) -> bool:
+    """Whether a single-file solution's code could catch a failed build (a ``try`` or ``with``
+    statement anywhere in its Python files): only then is its worker needed to tell a
+    fallback from a plain build failure."""
+    if solution.kind is not SolutionKind.SINGLE_FILE:
+        return False
+    for name, text in solution.files.items():
+        if not name.endswith(".py"):
+            continue
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        if any(isinstance(n, CATCHING) for n in ast.walk(tree)):
+            return True
+    return False
 
 
 def _run_candidate(
@@ -191,6 +221,7 @@ def _run_candidate(
     scratch: Path,
     notify: Progress,
     env: dict[str, str],
+    known_build_failures: dict[str, str],
 ) -> WorkerOutcome:
     prebuilt = None
     if solution.kind is SolutionKind.WORKDIR and builds and builds[0].module_path:
@@ -206,6 +237,7 @@ def _run_candidate(
         solution_root="",  # set by run_worker: the files go to the worker's own folder
         solution_entry=solution.entry_file,
         prebuilt_module=prebuilt,
+        known_build_failures=dict(known_build_failures),
         trials=opts.trials,
         atol=opts.atol if opts.atol is not None else problem.tolerance.atol,
         rtol=opts.rtol if opts.rtol is not None else problem.tolerance.rtol,
@@ -290,6 +322,8 @@ def _absorb_worker(result: EvalResult, outcome: WorkerOutcome) -> StageError | N
         "profile",
         "worker_phases_s",
         "precision",
+        "notes",
+        "weight_probe",
     ):
         if key in record:
             result.details[key] = record[key]

@@ -15,7 +15,8 @@ so both compute the same cache key.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import os
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -107,23 +108,36 @@ def file_spec(
     extra_cflags: Any = None,
     extra_cuda_cflags: Any = None,
     extra_ldflags: Any = None,
+    roots: Sequence[Path] = (),
     **_ignored: Any,
 ) -> ExtensionSpec:
-    """The spec for ``load(name, sources=[...])`` with files inside ``base_dir``."""
-    paths = [Path(p) for p in _as_list(sources, "sources")]
+    """The spec for ``load(name, sources=[...])`` with files inside ``base_dir`` or ``roots``.
+
+    Files in ``base_dir`` (the solution folder) are named by their path relative to it. Files
+    in one of ``roots`` (the worker's private temporary folder, where a solution may write
+    sources at run time) are named relative to the folder that holds them all, so a source
+    written to a fresh ``mkdtemp`` folder on every run keeps its name and its cache entry.
+    """
+    raws = [Path(p) for p in _as_list(sources, "sources")]
     base = base_dir.resolve()
-    files: dict[str, SourceFile] = {}
-    for raw in paths:
-        path = (raw if raw.is_absolute() else base / raw).resolve()
-        if base not in path.parents:
-            raise FlagError(f"source {raw} is outside the solution folder")
+    allowed = [base, *(r.resolve() for r in roots)]
+    paths = [(raw, (raw if raw.is_absolute() else base / raw).resolve()) for raw in raws]
+    for raw, path in paths:
+        if not any(root in path.parents for root in allowed):
+            where = "the solution folder" + (" or its temporary folder" if roots else "")
+            raise FlagError(f"source {raw} is outside {where}")
         if not path.is_file():
             raise FlagError(f"source {raw} does not exist")
+    elsewhere = [str(p.parent) for _, p in paths if base not in p.parents]
+    outer = Path(os.path.commonpath(elsewhere)) if elsewhere else base
+    files: dict[str, SourceFile] = {}
+    for _, path in paths:
+        anchor = base if base in path.parents else outer
         for sibling in path.parent.iterdir():
             if sibling.suffix in HEADER_SUFFIXES and sibling.is_file():
-                rel = sibling.relative_to(base).as_posix()
+                rel = sibling.relative_to(anchor).as_posix()
                 files.setdefault(rel, SourceFile(rel, sibling.read_text(encoding="utf-8")))
-        rel = path.relative_to(base).as_posix()
+        rel = path.relative_to(anchor).as_posix()
         files[rel] = SourceFile(rel, path.read_text(encoding="utf-8"))
     return ExtensionSpec(
         name=str(name),

@@ -4,12 +4,19 @@ Both shapes are supported: a KernelBench single file (its ``load_inline`` calls 
 harness shim) and a CUDA-Agent workdir (``model_new.py`` imports ``cuda_extension``, which the
 parent already built from ``kernels/`` and the harness's binding files). The candidate's folder
 is a private snapshot made by the parent, so the live workspace cannot change mid-evaluation.
+
+``ModelNew`` is built from the reference's seed, the way the reference was built, and receives
+its weights as the policy says (``weights.py``). Whatever candidate code raises at import, in
+``__init__`` or (through ``failed_build``, used by ``evaluate.py``) in ``forward``: if a build
+failed, the verdict is stage ``build`` with the compiler's diagnostics, the same text a build
+before the worker gives.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +25,8 @@ import torch
 from cuda_agent.evaluator.worker.construct import build_on_device
 from cuda_agent.evaluator.worker.device import Device
 from cuda_agent.evaluator.worker.modules import describe_exception, module_from_source
-from cuda_agent.evaluator.worker.shim import BuildShim, CandidateBuildFailed
+from cuda_agent.evaluator.worker.shim import BuildShim, diagnostics_of
+from cuda_agent.evaluator.worker.weights import Transfer, WeightsMismatch, transfer
 
 WORKDIR_EXTENSION = "cuda_extension"
 
@@ -53,20 +61,44 @@ def import_candidate(
             name="model_new" if kind == "workdir" else None,
             register=kind == "workdir",
         )
-    except CandidateBuildFailed as err:
-        raise CandidateFailure("build", str(err)) from None
     except BaseException as err:
-        if shim.failure:
-            raise CandidateFailure("build", shim.failure) from None
+        message = failed_build(shim, err, files)
+        if message is not None:
+            raise CandidateFailure("build", message) from None
         raise CandidateFailure(
             "load", f"importing {entry} failed: {describe_exception(err, files)}"
         ) from None
-    if shim.failure:
-        raise CandidateFailure("build", shim.failure)
     model_new = getattr(module, "ModelNew", None)
     if not isinstance(model_new, type) or not issubclass(model_new, torch.nn.Module):
         raise CandidateFailure("load", f"{entry} defines no `class ModelNew(nn.Module)`")
     return model_new
+
+
+def failed_build(shim: BuildShim, err: BaseException, files: tuple[str, ...]) -> str | None:
+    """The verdict text when ``err`` is (or follows) a failed build, else None.
+
+    ``err`` raised by the shim (or caused by it) gives that build's diagnostics. Another error
+    after a build failure that the solution caught (its fallback then failed) gives the build's
+    diagnostics first, then the later error.
+    """
+    own = diagnostics_of(err)
+    if own is not None:
+        return own
+    if shim.failure is None:
+        return None
+    return (
+        f"{shim.failure}\n(the solution caught this build error, then failed: "
+        f"{describe_exception(err, files)})"
+    )
+
+
+@dataclass
+class Instance:
+    """ModelNew built and given weights; ``transfer`` says whether Model's weights arrived."""
+
+    model: torch.nn.Module
+    transfer: Transfer
+    built_on_host: bool
 
 
 def instantiate(
@@ -75,28 +107,35 @@ def instantiate(
     init_seed: int,
     state: dict[str, torch.Tensor],
     device: Device,
-    entry: str,
     files: tuple[str, ...],
-) -> torch.nn.Module:
-    """``ModelNew(*get_init_inputs())`` built on the device, with the reference's weights loaded
-    strictly (see ``construct.py`` for how it is built)."""
+    shim: BuildShim,
+    strict_weights: bool = True,
+    on_host: bool = False,
+) -> Instance:
+    """``ModelNew(*get_init_inputs())`` built on the device from ``init_seed`` (on the host
+    first when ``on_host``: the reference was built there), then given the reference's weights
+    (strictly, or when names and shapes match; see ``weights.py``)."""
     try:
-        model, _ = build_on_device(model_new, init_args, init_seed, device)
+        model, built_on_host = build_on_device(model_new, init_args, init_seed, device, on_host)
     except BaseException as err:
+        message = failed_build(shim, err, files)
+        if message is not None:
+            raise CandidateFailure("build", message) from None
         raise CandidateFailure(
             "load", f"ModelNew(*get_init_inputs()) failed: {describe_exception(err, files)}"
         ) from None
-    try:
-        model.load_state_dict({k: v.clone() for k, v in state.items()}, strict=True)
-    except RuntimeError as err:
-        first = str(err).strip().splitlines()
-        detail = " ".join(line.strip() for line in first[:3])
+    if not isinstance(model, torch.nn.Module):
         raise CandidateFailure(
-            "load",
-            "ModelNew's parameters must match Model's (strict load_state_dict): " + detail[:800],
+            "load", f"ModelNew(*get_init_inputs()) returned {type(model).__name__}"
+        )
+    try:
+        moved = transfer(model, state, strict_weights)
+    except WeightsMismatch as err:
+        raise CandidateFailure(
+            "load", f"ModelNew's parameters must match Model's (strict load_state_dict): {err}"
         ) from None
     try:
-        return model.to(device.torch_device).eval()
+        return Instance(model.to(device.torch_device).eval(), moved, built_on_host)
     except BaseException as err:
         raise CandidateFailure(
             "load",

@@ -23,22 +23,29 @@ from cuda_agent.evaluator.worker.tensors import clone_nested
 
 
 def build_on_device(
-    factory: Callable[..., Any], init_args: list[Any], seed: int, device: Device
+    factory: Callable[..., Any],
+    init_args: list[Any],
+    seed: int,
+    device: Device,
+    on_host: bool = False,
 ) -> tuple[Any, bool]:
     """``factory(*init_args)`` seeded with ``seed``, on ``device``; (module, built_on_host).
 
     The first attempt runs under ``device.factory_context()``. If it raises, the constructor
     runs once more without it (seeded alike) and the result is moved; an error from that second
-    attempt propagates to the caller. A constructor that returns something other than a module
-    is returned as is, for the caller to reject.
+    attempt propagates to the caller. ``on_host`` goes to the host path directly (ModelNew is
+    built the way Model was, so that the same seed draws from the same generator). A
+    constructor that returns something other than a module is returned as is, for the caller
+    to reject.
     """
-    torch.manual_seed(seed)
-    try:
-        with device.factory_context():
-            return _moved(factory(*clone_nested(init_args)), device), False
-    except Exception:  # any failure means: try the host path
-        if device.name == "cpu":
-            raise
+    if not on_host or device.name == "cpu":
+        torch.manual_seed(seed)
+        try:
+            with device.factory_context():
+                return _moved(factory(*clone_nested(init_args)), device), False
+        except Exception:  # any failure means: try the host path
+            if device.name == "cpu":
+                raise
     torch.manual_seed(seed)
     return _moved(factory(*clone_nested(init_args)), device), True
 

@@ -5,10 +5,13 @@ Order of events (the order is part of the defence):
 1. pin the precision policy; build the reference, its weights and all inputs
    (``reference.py``); run the reference once and keep only a fingerprint of its output;
 2. snapshot global switches, harness function identities and the thread count;
-3. import the candidate and build ``ModelNew`` with the reference's weights;
+3. import the candidate (its builds, at import or later, go through the shim) and build
+   ``ModelNew`` from the reference's seed, with the reference's weights as the policy says;
 4. verification trials: the candidate runs first on its own clone of fresh inputs (no
    reference output for them exists yet), under the ATen-op recorder; then the reference on
    another clone; outputs compared; inputs, weights and global state checked after each call;
+   where the policy asks, both models then get the same new parameter values and must still
+   agree (``weights.py``);
 5. the reference is re-run on trial 0 and must still match the canary;
 6. on the GPU, one profiled call records which kernels ran (the candidate's own are those in
    its binaries);
@@ -27,7 +30,13 @@ from typing import Any
 
 import torch
 
-from cuda_agent.evaluator.worker.candidate import CandidateFailure, import_candidate, instantiate
+from cuda_agent.evaluator.worker.candidate import (
+    CandidateFailure,
+    Instance,
+    failed_build,
+    import_candidate,
+    instantiate,
+)
 from cuda_agent.evaluator.worker.compare import compare
 from cuda_agent.evaluator.worker.device import Device, make_device
 from cuda_agent.evaluator.worker.guards import (
@@ -47,13 +56,25 @@ from cuda_agent.evaluator.worker.kernels import (
     summarise_kernels,
 )
 from cuda_agent.evaluator.worker.modules import describe_exception
+from cuda_agent.evaluator.worker.names import (
+    NOTE_BUILD_FAILED_CAUGHT,
+    NOTE_CUDNN_BENCHMARK,
+    NOTE_WEIGHTS_NOT_TRANSFERRED,
+    PolicyRules,
+    rules,
+)
 from cuda_agent.evaluator.worker.precision import apply_precision
 from cuda_agent.evaluator.worker.problem_lint import lint_reference
 from cuda_agent.evaluator.worker.protocol import ResultChannel, WorkerRequest
 from cuda_agent.evaluator.worker.reference import ProblemFailure, Reference, build_reference
-from cuda_agent.evaluator.worker.shim import BuildShim
-from cuda_agent.evaluator.worker.tensors import clone_nested, fingerprint_nested
+from cuda_agent.evaluator.worker.shim import BuildShim, private_temp_roots
+from cuda_agent.evaluator.worker.tensors import clone_nested, derive_seed, fingerprint_nested
 from cuda_agent.evaluator.worker.timing import time_interleaved
+from cuda_agent.evaluator.worker.weights import (
+    not_transferred_text,
+    probe_pairs,
+    same_new_weights,
+)
 
 KERNELBENCH_MIN_COVERAGE = 0.01  # custom kernels' share of device time under `kernelbench`
 STREAM_SLACK = 1.15  # device work may exceed the event time by 15% + 20 us (profiler jitter)
@@ -84,7 +105,13 @@ class Phases:
 
 
 def run_evaluate(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
-    result: dict[str, Any] = {"compiled": False, "correct": False, "flags": [], "warnings": []}
+    result: dict[str, Any] = {
+        "compiled": False,
+        "correct": False,
+        "flags": [],
+        "warnings": [],
+        "notes": [],
+    }
     phases = Phases()
     try:
         _evaluate(req, channel, result, phases)
@@ -96,8 +123,17 @@ def run_evaluate(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
         result["error"] = {"stage": "problem", "message": str(err)}
     except CandidateFailure as err:
         result["error"] = {"stage": err.stage, "message": str(err)}
+    if result.get("error", {}).get("stage") == "build":
+        result["compiled"] = False
     result["worker_phases_s"] = phases.seconds
     return result
+
+
+def _note(result: dict[str, Any], name: str, text: str) -> None:
+    """A warning-level finding: its name in ``notes``, its text in ``warnings`` (once)."""
+    if name not in result["notes"]:
+        result["notes"].append(name)
+        result["warnings"].append(f"{name}: {text}")
 
 
 def _evaluate(
@@ -119,30 +155,71 @@ def _evaluate(
         result["problem_lint"] = lint_reference(ref, req.seed, req.atol, req.rtol, device)
         phases.mark("problem_lint")
     prime_recorder()
-    set_compile_disabled(req.policy == "strict")
-    state = GlobalState()
+    policy = rules(req.policy)
+    set_compile_disabled(policy.compile_disabled)
+    state = GlobalState(policy.tolerated_switches)
     identities = FunctionIdentities()
-    threads_before = thread_count()
 
     root = Path(req.solution_root)
-    shim = BuildShim(req.backend, root, req.build_timeout_s)
+    shim = BuildShim(
+        req.backend,
+        root,
+        req.build_timeout_s,
+        roots=private_temp_roots(root),
+        known_failures=req.known_build_failures,
+    )
     shim.install()
+    try:
+        _candidate_stages(
+            req, channel, result, phases, ref, canary, device, shim, state, identities, policy
+        )
+    finally:
+        result["builds"] = [b.to_dict() for b in shim.builds]
+        if shim.failure is not None and not shim.module_paths:
+            result["compiled"] = False  # nothing the solution built could be loaded
+        if "cudnn_benchmark" in state.tolerated_seen:
+            _note(
+                result,
+                NOTE_CUDNN_BENCHMARK,
+                "ModelNew set torch.backends.cudnn.benchmark; the policy allows it, and the "
+                "switch was restored after every call (the reference and the baselines run "
+                "with the pinned settings)",
+            )
+
+
+def _candidate_stages(
+    req: WorkerRequest,
+    channel: ResultChannel,
+    result: dict[str, Any],
+    phases: Phases,
+    ref: Reference,
+    canary: list[tuple[int, ...]],
+    device: Device,
+    shim: BuildShim,
+    state: GlobalState,
+    identities: FunctionIdentities,
+    policy: PolicyRules,
+) -> None:
+    threads_before = thread_count()
+    root = Path(req.solution_root)
     files = tuple(str(p) for p in root.rglob("*.py"))
     model_new = import_candidate(
         req.solution_kind, root, req.solution_entry, req.prebuilt_module, shim
     )
-    result["builds"] = [b.to_dict() for b in shim.builds]
     result["compiled"] = True
     _integrity(ref, state, identities, threads_before, where="while importing the candidate")
-    cand = instantiate(
+    instance = instantiate(
         model_new,
         ref.init_args,
         ref.init_seed,
         ref.state,
         device,
-        req.solution_entry,
         files,
+        shim,
+        strict_weights=policy.strict_weights,
+        on_host=ref.built_on_host,
     )
+    cand = instance.model
     cand_weights = fingerprint_nested(list(cand.state_dict().values()))
     phases.mark("import_candidate")
 
@@ -151,8 +228,12 @@ def _evaluate(
         req, ref, cand, device, shim, state, identities, threads_before, cand_weights, files
     )
     result["verify"] = {"trials": trials, "ops": dict(sorted(ops.items()))}
-    _check_canary(ref, canary, result)
     result["custom_calls_per_forward"] = shim.usage.calls / max(1, len(ref.verify_sets))
+    if policy.weight_probe:
+        _weight_probe(req, ref, instance, device, shim, state, identities, threads_before, result)
+    _weights_note(ref, instance, result)
+    _fallback_note(shim, result)
+    _check_canary(ref, canary, result)
     phases.mark("verify")
     if device.name == "cuda":
         _kernel_check(req, ref, cand, shim, result)
@@ -196,11 +277,7 @@ def _verify(
                 out = _call(cand, cand_in)
             device.synchronize()
         except Exception as err:
-            raise Verdict(
-                "verify",
-                f"trial {k + 1}: ModelNew.forward raised {describe_exception(err, files)}",
-                ["forward_raised"],
-            ) from None
+            raise _raised(err, shim, files, "verify", f"trial {k + 1}: ModelNew.forward") from None
         snapshot = clone_nested(out)
         del out
         for op, n in recorder.ops.items():
@@ -208,7 +285,7 @@ def _verify(
         _integrity(
             ref, state, identities, threads_before, where=f"during trial {k + 1}", inputs=False
         )
-        _policy(req.policy, recorder, shim.usage.calls - calls_before)
+        _policy(req.policy, recorder, shim.usage.calls - calls_before, shim.failure)
         if fingerprint_nested(list(cand.state_dict().values())) != cand_weights:
             raise Verdict(
                 "verify",
@@ -248,25 +325,131 @@ def _verify(
     return trials, all_ops
 
 
-def _policy(policy: str, recorder: OpRecorder, custom_calls: int) -> None:
-    if policy == "off":
-        return
-    bad = forbidden_ops(recorder.ops, policy)
+def _raised(
+    err: BaseException, shim: BuildShim, files: tuple[str, ...], stage: str, what: str
+) -> Verdict:
+    """The verdict for candidate code that raised: a build failure (caught or not) is stage
+    ``build`` with the compiler's diagnostics; anything else is ``forward_raised``."""
+    build = failed_build(shim, err, files)
+    if build is not None:
+        return Verdict("build", build)
+    return Verdict(stage, f"{what} raised {describe_exception(err, files)}", ["forward_raised"])
+
+
+def _policy(
+    policy: str, recorder: OpRecorder, custom_calls: int, build_failure: str | None
+) -> None:
+    """Judge one forward by the policy's op rules and its custom-kernel requirement."""
+    decided = rules(policy)
+    bad = forbidden_ops(recorder.ops, policy) if decided.op_policy else []
+    idle = decided.custom_kernel_required and custom_calls == 0
+    op_flags = [f"forbidden_op:{op}" for op in bad]
+    if idle and build_failure is not None:
+        raise Verdict(
+            "verify",
+            f"policy {policy}: no custom kernel ran: ModelNew.forward called no function of a "
+            "compiled extension; the solution caught the failure of its extension build and "
+            f"fell back to PyTorch. The build error:\n{build_failure}",
+            ["no_custom_kernel", *op_flags],
+        )
     if bad:
         raise Verdict(
             "verify",
             f"policy {policy}: ModelNew.forward ran torch compute ops ({', '.join(bad)}); only "
             "tensor creation, views and vendor GEMM/convolution are allowed, the rest must be "
             "your own kernels",
-            [f"forbidden_op:{op}" for op in bad],
+            [*op_flags, *(["no_custom_kernel"] if idle else [])],
         )
-    if custom_calls == 0:
+    if idle:
         raise Verdict(
             "verify",
             f"policy {policy}: ModelNew.forward called no custom kernel (no function of a "
             "compiled extension ran)",
             ["no_custom_kernel"],
         )
+
+
+def _weight_probe(
+    req: WorkerRequest,
+    ref: Reference,
+    instance: Instance,
+    device: Device,
+    shim: BuildShim,
+    state: GlobalState,
+    identities: FunctionIdentities,
+    threads_before: int,
+    result: dict[str, Any],
+) -> None:
+    """Give both models the same new parameter values; they must still agree (``weights.py``).
+
+    The reference's weights, as given, are fingerprinted before the candidate's call and
+    checked after it (a change then would be undone by the restore and go unseen). The
+    reference's parameters are restored from its pristine copy afterwards, the candidate's from
+    a copy made here; the reference's fingerprint must then hold again.
+    """
+    pairs, reason = probe_pairs(ref.model, instance.model, instance.transfer.transferred)
+    result["weight_probe"] = {"ran": bool(pairs), "parameters": len(pairs), "skipped": reason}
+    if not pairs:
+        return
+    generator = torch.Generator(device=device.torch_device)
+    generator.manual_seed(derive_seed(req.seed, "weight_probe"))
+    files = tuple(str(p) for p in Path(req.solution_root).rglob("*.py"))
+    inputs = ref.timing_inputs()[0]
+    with same_new_weights(pairs, generator, ref.state):
+        given = fingerprint_nested(list(ref.model.state_dict().values()))
+        try:
+            out = clone_nested(_call(instance.model, clone_nested(inputs)))
+            device.synchronize()
+        except Exception as err:
+            raise _raised(
+                err, shim, files, "verify", "with new weights, ModelNew.forward"
+            ) from None
+        if fingerprint_nested(list(ref.model.state_dict().values())) != given:
+            raise Verdict(
+                "verify",
+                "the reference model's weights were modified while both had new weights",
+                ["reference_weights_mutated"],
+            )
+        _integrity(ref, state, identities, threads_before, where="with new weights", tensors=False)
+        expected = _call(ref.model, clone_nested(inputs))
+        device.synchronize()
+    if not ref.weights_intact():
+        raise Verdict(
+            "verify", "the reference model's weights were modified", ["reference_weights_mutated"]
+        )
+    verdict = compare(expected, out, req.atol, req.rtol)
+    if not verdict.ok:
+        raise Verdict(
+            "verify",
+            "ModelNew matched Model at the initial weights, but not after both models received "
+            f"the same new values for their {len(pairs)} learnable parameter(s) "
+            f"({verdict.message}): its output does not follow its parameters (weights ignored, "
+            "or copies of them made at construction or on the first call)",
+            ["init_values_only"],
+        )
+
+
+def _weights_note(ref: Reference, instance: Instance, result: dict[str, Any]) -> None:
+    if instance.transfer.transferred:
+        return
+    probe = result.get("weight_probe") or {}
+    text = not_transferred_text(instance.transfer, bool(probe.get("ran")), probe.get("skipped"))
+    if instance.built_on_host != ref.built_on_host:
+        text += "; note: ModelNew and Model were not built on the same device (see warnings)"
+    _note(result, NOTE_WEIGHTS_NOT_TRANSFERRED, text)
+
+
+def _fallback_note(shim: BuildShim, result: dict[str, Any]) -> None:
+    """A build failure the solution caught, under a policy that let it through (``off``)."""
+    if shim.failure is None:
+        return
+    ran = "custom code from other extensions ran" if shim.usage.calls else "no custom code ran"
+    _note(
+        result,
+        NOTE_BUILD_FAILED_CAUGHT,
+        f"an extension build failed and the solution caught the error ({ran}); the build "
+        f"error:\n{shim.failure}",
+    )
 
 
 def _kernel_check(
@@ -379,10 +562,15 @@ def _time(
 ) -> None:
     skipped = 0
 
+    files = tuple(str(p) for p in Path(req.solution_root).rglob("*.py"))
+
     def run_candidate(args: list[Any]) -> Any:
         nonlocal skipped
         before = shim.usage.calls
-        out = _call(cand, args)
+        try:
+            out = _call(cand, args)
+        except Exception as err:
+            raise _raised(err, shim, files, "time", "a timed call of ModelNew.forward") from None
         if shim.usage.calls == before:
             skipped += 1
         return out
@@ -410,7 +598,8 @@ def _time(
     if outcome.failure:
         raise Verdict("time", outcome.failure, outcome.flags)
     assert outcome.candidate is not None and outcome.reference is not None
-    if req.policy != "off" and result["custom_calls_per_forward"] > 0 and skipped:
+    required = rules(req.policy).custom_kernel_required
+    if required and result["custom_calls_per_forward"] > 0 and skipped:
         raise Verdict(
             "time",
             f"custom kernels ran during verification but not in {skipped} timed call(s)",

@@ -2,7 +2,9 @@
 
 * ``GlobalState`` snapshots process-wide switches that change numerics or timing (TF32,
   matmul precision, cuDNN flags, deterministic mode, default dtype, thread count, grad mode).
-  A candidate that flips one is flagged, and the snapshot is restored before the reference runs.
+  A candidate that flips one is flagged, and the snapshot is restored before the reference runs;
+  switches a policy tolerates (``cudnn_benchmark`` under ``kernelbench``) are restored and
+  remembered in ``tolerated_seen`` instead.
 * ``FunctionIdentities`` remembers the objects behind functions the harness depends on; if
   candidate code rebinds one (``torch.allclose = ...``), it is flagged.
 * ``OpRecorder`` is a ``TorchDispatchMode``: it sees every ATen op the candidate issues, from
@@ -119,10 +121,13 @@ TORCH_NAMESPACES = frozenset(
 
 
 class GlobalState:
-    """Snapshot of process-wide numeric/timing switches."""
+    """Snapshot of process-wide numeric/timing switches; ``tolerated`` names the switches the
+    candidate may change (they are restored by ``changed()`` and listed in ``tolerated_seen``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, tolerated: frozenset[str] = frozenset()) -> None:
         self.values = self.read()
+        self.tolerated = tolerated
+        self.tolerated_seen: set[str] = set()
 
     @staticmethod
     def read() -> dict[str, Any]:
@@ -144,8 +149,14 @@ class GlobalState:
         return state
 
     def changed(self) -> list[str]:
+        """The switches that differ from the snapshot, less the tolerated ones (restored)."""
         now = self.read()
-        return sorted(k for k, v in self.values.items() if now.get(k) != v)
+        differing = sorted(k for k, v in self.values.items() if now.get(k) != v)
+        allowed = [k for k in differing if k in self.tolerated]
+        if allowed:
+            self.tolerated_seen.update(allowed)
+            self.restore()  # the others are unchanged or about to be flagged and restored
+        return [k for k in differing if k not in self.tolerated]
 
     def restore(self) -> None:
         v = self.values

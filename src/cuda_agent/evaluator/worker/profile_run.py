@@ -14,6 +14,7 @@ import torch
 
 from cuda_agent.evaluator.worker.candidate import CandidateFailure, import_candidate, instantiate
 from cuda_agent.evaluator.worker.device import make_device
+from cuda_agent.evaluator.worker.names import rules
 from cuda_agent.evaluator.worker.precision import apply_precision
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
 from cuda_agent.evaluator.worker.reference import ProblemFailure, build_reference
@@ -43,9 +44,11 @@ def run_profile_run(req: WorkerRequest) -> dict[str, Any]:
             ref.init_seed,
             ref.state,
             device,
-            req.solution_entry,
             files,
-        )
+            shim,
+            strict_weights=rules(req.policy).strict_weights,
+            on_host=ref.built_on_host,
+        ).model
         inputs = ref.verify_sets[0]
         cand(*clone_nested(inputs))  # warm-up outside the range
         device.synchronize()

@@ -48,6 +48,7 @@ class WorkerRequest:
     solution_root: str = ""
     solution_entry: str = ""
     prebuilt_module: str | None = None
+    known_build_failures: dict[str, str] = field(default_factory=dict)  # shim.failure_key -> error
     trials: int = 5
     atol: float = 1e-2
     rtol: float = 1e-2

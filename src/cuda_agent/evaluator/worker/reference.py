@@ -41,6 +41,7 @@ class Reference:
     timing_sets: list[list[Any]] = field(default_factory=list)
     input_fingerprints: list[list[tuple[int, ...]]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    built_on_host: bool = False  # Model failed under the device's factory context
 
     def all_sets(self) -> list[list[Any]]:
         return [*self.verify_sets, *self.timing_sets]
@@ -100,6 +101,7 @@ def build_reference(
         init_seed=init_seed,
         state=state,
         state_fingerprint=fingerprint_nested(list(model.state_dict().values())),
+        built_on_host=on_host,
     )
     if on_host:
         ref.notes.append(

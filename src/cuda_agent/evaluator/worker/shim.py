@@ -1,10 +1,17 @@
 """The harness's ``load_inline`` / ``load``: builds through our builder and cache.
 
-Installed over ``torch.utils.cpp_extension`` before candidate code is imported, so a
-KernelBench single file that calls ``load_inline`` gets light headers, the shared cache and
-our allowed-flags policy. A failed build raises ``CandidateBuildFailed``, which derives from
-``BaseException`` so that ``except Exception:`` fallbacks in candidate code do not swallow it;
-the failure is also recorded, so even a bare ``except:`` cannot hide it.
+Installed over ``torch.utils.cpp_extension`` before candidate code is imported, so every call,
+at import, in ``__init__`` or in ``forward``, with constant sources or sources made at run time,
+gets light headers, the shared cache, the build deadline and our allowed-flags policy.
+``load`` takes sources from the solution folder or the worker's private temporary folder.
+
+A failed build raises what stock torch raises (``RuntimeError`` from a build, ``ImportError``
+from a module that does not import), so candidate code behaves as it would with stock torch:
+a solution may catch the error and fall back to PyTorch. The harness still knows: the first
+failure's compiler diagnostics stay in ``failure``, and the exceptions carry them
+(``diagnostics_of``), so the verdict names the build error whether it was caught (a fallback,
+judged by the policy: ``no_custom_kernel``) or not (stage ``build``). A build that failed
+before the worker started (``known_failures``) fails again at once, without a second compile.
 
 Every extension module handed to the candidate is wrapped in ``ExtensionProxy``, which counts
 calls into custom code (the policy needs to know that custom kernels actually ran).
@@ -12,8 +19,12 @@ calls into custom code (the policy needs to know that custom kernels actually ra
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import os
+import tempfile
 import types
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,8 +34,50 @@ from cuda_agent.evaluator.build.inline import file_spec, inline_spec
 from cuda_agent.evaluator.build.spec import ExtensionSpec, FlagError
 
 
-class CandidateBuildFailed(BaseException):
-    """A candidate's extension did not build; carries the agent-readable reason."""
+class Diagnosed:
+    """Mixed into the shim's exceptions: ``diagnostics`` is the agent-readable build error."""
+
+    diagnostics: str = ""
+
+
+class ExtensionBuildError(Diagnosed, RuntimeError):
+    """An extension did not build (stock ``load_inline`` raises ``RuntimeError`` too)."""
+
+    def __init__(self, name: str, diagnostics: str) -> None:
+        super().__init__(f"Error building extension '{name}': {diagnostics}")
+        self.diagnostics = diagnostics
+
+
+class ExtensionImportError(Diagnosed, ImportError):
+    """A built extension did not import (an undefined symbol, say)."""
+
+    def __init__(self, diagnostics: str) -> None:
+        super().__init__(diagnostics)
+        self.diagnostics = diagnostics
+
+
+def diagnostics_of(err: BaseException) -> str | None:
+    """The build diagnostics ``err`` carries, directly or through its cause/context chain."""
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        if isinstance(current, Diagnosed):
+            return current.diagnostics
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def failure_key(spec: ExtensionSpec) -> str:
+    """A stable identity of what ``spec`` compiles (parent and worker compute the same)."""
+    digest = hashlib.sha256()
+    for part in (spec.name, spec.backend, *spec.cflags, "\0", *spec.cuda_cflags, "\0"):
+        digest.update(part.encode() + b"\0")
+    for part in (*spec.ldflags, "\0"):
+        digest.update(part.encode() + b"\0")
+    for f in spec.files:
+        digest.update(f"{f.name}\0{len(f.text)}\0{f.text}\0".encode())
+    return digest.hexdigest()
 
 
 @dataclass
@@ -59,16 +112,30 @@ def _counting(name: str, fn: Any, usage: ExtensionUsage) -> Any:
 
 
 class BuildShim:
-    """Stateful replacement for ``load_inline`` and ``load`` for one evaluation."""
+    """Stateful replacement for ``load_inline`` and ``load`` for one evaluation.
 
-    def __init__(self, backend: str, base_dir: Path, timeout_s: float) -> None:
+    ``roots``: folders besides ``base_dir`` that ``load`` may take sources from (the worker's
+    private temporary folder); ``known_failures``: ``failure_key`` -> diagnostics of builds
+    that already failed in the parent.
+    """
+
+    def __init__(
+        self,
+        backend: str,
+        base_dir: Path,
+        timeout_s: float,
+        roots: Sequence[Path] = (),
+        known_failures: Mapping[str, str] | None = None,
+    ) -> None:
         self.backend = backend
         self.base_dir = base_dir
+        self.roots = tuple(roots)
         self.timeout_s = timeout_s
         self.builds: list[BuildResult] = []
         self.failure: str | None = None
         self.usage = ExtensionUsage()
         self._module_paths: list[Path] = []
+        self._failed: dict[str, str] = dict(known_failures or {})
 
     def load_inline(
         self, name: str, cpp_sources: Any, cuda_sources: Any = None, *args: Any, **kwargs: Any
@@ -78,16 +145,17 @@ class BuildShim:
         try:
             spec = inline_spec(self.backend, name, cpp_sources, cuda_sources, **kwargs)
         except FlagError as err:
-            self._fail(str(err))
+            raise self._failed_build(str(name), str(err)) from None
         return self._build_and_load(spec)
 
     def load(self, name: str, sources: Any, *args: Any, **kwargs: Any) -> types.ModuleType:
         positional = ("extra_cflags", "extra_cuda_cflags", "extra_ldflags")
         kwargs.update(dict(zip(positional, args, strict=False)))
+        kwargs.pop("roots", None)
         try:
-            spec = file_spec(self.backend, name, sources, self.base_dir, **kwargs)
+            spec = file_spec(self.backend, name, sources, self.base_dir, roots=self.roots, **kwargs)
         except FlagError as err:
-            self._fail(str(err))
+            raise self._failed_build(str(name), str(err)) from None
         return self._build_and_load(spec)
 
     @property
@@ -101,27 +169,52 @@ class BuildShim:
         return ExtensionProxy(module, self.usage)
 
     def _build_and_load(self, spec: ExtensionSpec) -> types.ModuleType:
+        key = failure_key(spec)
+        if key in self._failed:
+            raise self._failed_build(spec.name, self._failed[key])
         result = build_extension(spec, timeout_s=self.timeout_s)
         self.builds.append(result)
         if not result.ok or result.module_path is None:
-            self._fail(result.error or "build failed")
-        assert result.module_path is not None
+            self._failed[key] = result.error or "build failed"
+            raise self._failed_build(spec.name, self._failed[key])
         try:
             module = _import_extension(spec.name, result.module_path)
         except ImportError as err:
-            self._fail(f"the built extension {spec.name} does not import: {err}")
+            message = f"the built extension {spec.name} does not import: {err}"
+            self.failure = self.failure or message
+            raise ExtensionImportError(message) from None
         self._module_paths.append(result.module_path)
         return ExtensionProxy(module, self.usage)
 
-    def _fail(self, message: str) -> Any:
+    def _failed_build(self, name: str, message: str) -> ExtensionBuildError:
         self.failure = self.failure or message
-        raise CandidateBuildFailed(message)
+        return ExtensionBuildError(name, message)
 
     def install(self) -> None:
         import torch.utils.cpp_extension as cpp_extension
 
         cpp_extension.load_inline = self.load_inline
         cpp_extension.load = self.load
+
+
+def private_temp_roots(root: Path) -> list[Path]:
+    """The worker's private temporary folder (``<worker folder>/private/tmp``, the worker folder
+    holding the solution folder ``root``), made this process's TMPDIR; with its other name
+    (bubblewrap binds it at /tmp). ``load`` may take sources from there besides ``root``."""
+    tmp = root.parent / "private" / "tmp"
+    try:
+        tmp.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return []
+    os.environ["TMPDIR"] = str(tmp)
+    tempfile.tempdir = None
+    aliases = [tmp]
+    try:
+        if os.path.samefile("/tmp", tmp):
+            aliases.append(Path("/tmp"))
+    except OSError:
+        pass
+    return aliases
 
 
 def _import_extension(name: str, path: Path) -> types.ModuleType:

@@ -1,0 +1,3 @@
+"""The end-to-end tests here discard their spare workers after each test (see the fixture)."""
+
+from tests.adversarial.conftest import discard_idle_spares  # noqa: F401

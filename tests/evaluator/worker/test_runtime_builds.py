@@ -1,0 +1,197 @@
+"""Run-time builds end to end (cpu backend, real worker processes).
+
+``load_inline`` / ``load`` called in ``__init__`` or ``forward`` with sources the static pass
+cannot resolve go through the worker's shim: the same builder and cache, and a failure anywhere
+gives stage ``build`` with the same text a build before the worker gives.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import cuda_agent
+from cuda_agent.core.types import EvalResult
+from cuda_agent.evaluator.pipeline import evaluate
+from cuda_agent.problems.sets import resolve_problem
+from cuda_agent.solutions.loader import load_solution
+from tests.helpers import TEST_OPS_CPP, TEST_OPS_FUNCTIONS, fast_options
+
+pytestmark = pytest.mark.slow
+
+HEADER = """
+import os
+import tempfile
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load, load_inline
+
+BROKEN = "float twice(float x) {\\n  return x * missing_factor;\\n}\\n"
+PARTS = (BROKEN,)  # a subscript: the static pass cannot resolve PARTS[0]
+"""
+
+
+def solution(tmp_path: Path, name: str, body: str, prelude: str = "") -> Path:
+    path = tmp_path / f"{name}.py"
+    path.write_text(HEADER + prelude + textwrap.dedent(body))
+    return path
+
+
+TEST_OPS = f"SOURCE = r'''{TEST_OPS_CPP}'''\nFUNCTIONS = {tuple(TEST_OPS_FUNCTIONS)!r}\n"
+
+
+def run(path: Path, **options: object) -> EvalResult:
+    return evaluate(resolve_problem("relu", "small"), load_solution(path), fast_options(**options))
+
+
+def test_a_failed_build_reads_the_same_at_import_in_init_and_in_forward(tmp_path: Path) -> None:
+    at_import = solution(
+        tmp_path,
+        "at_import",
+        """
+        ext = load_inline("ca_rt_broken", BROKEN, functions=["twice"], no_implicit_headers=True)
+
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                return ext.twice(x)
+        """,
+    )
+    in_init = solution(
+        tmp_path,
+        "in_init",
+        """
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.ext = load_inline(
+                    "ca_rt_broken", PARTS[0], functions=["twice"], no_implicit_headers=True
+                )
+
+            def forward(self, x):
+                return self.ext.twice(x)
+        """,
+    )
+    in_forward = solution(
+        tmp_path,
+        "in_forward",
+        """
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                ext = load_inline(
+                    "ca_rt_broken", PARTS[0], functions=["twice"], no_implicit_headers=True
+                )
+                return ext.twice(x)
+        """,
+    )
+    results = [run(p) for p in (at_import, in_init, in_forward)]
+    for result in results:
+        assert result.error is not None and result.error.stage == "build", result.error
+        assert (result.compiled, result.reward, result.flags) == (False, -1.0, ["build_failed"])
+    first = results[0].error
+    assert first is not None
+    assert "cpp_sources:2:" in first.message and "missing_factor" in first.message
+    assert "CandidateBuildFailed" not in first.message and "ModelNew(" not in first.message
+    assert {r.error.message for r in results if r.error} == {first.message}
+    assert "worker_phases_s" not in results[0].details  # no try: no worker was needed
+    assert "worker_phases_s" in results[1].details
+
+
+def test_a_prebuilt_failure_the_solution_may_catch_is_not_compiled_twice(tmp_path: Path) -> None:
+    path = solution(
+        tmp_path,
+        "reraise",
+        """
+        try:
+            ext = load_inline("ca_rt_broken", BROKEN, functions=["twice"], no_implicit_headers=True)
+        except RuntimeError as err:
+            raise ImportError("no kernel") from err
+
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                return ext.twice(x)
+        """,
+    )
+    result = run(path)
+    assert result.error is not None and result.error.stage == "build"
+    assert "missing_factor" in result.error.message
+    assert "worker_phases_s" in result.details  # the worker ran (the code has a try)
+    assert len(result.details["builds"]) == 1  # and the shim did not compile it again
+
+
+def test_a_lazy_build_in_forward_runs_and_counts_as_custom_code(tmp_path: Path) -> None:
+    path = solution(
+        tmp_path,
+        "lazy",
+        """
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.ext = None
+
+            def forward(self, x):
+                if self.ext is None:
+                    self.ext = load_inline("ca_test_ops", [SOURCE][0], functions=list(FUNCTIONS))
+                return self.ext.relu_ok(x)
+        """,
+        prelude=TEST_OPS,
+    )
+    result = run(path)
+    assert result.correct and result.flags == [], (result.error, result.flags)
+    assert result.details["custom_calls_per_forward"] >= 1
+    assert any(b["module"] == "ca_test_ops" for b in result.details["builds"])
+
+
+def test_load_builds_sources_written_to_the_private_temporary_folder(tmp_path: Path) -> None:
+    path = solution(
+        tmp_path,
+        "tmp_load",
+        """
+        SOURCE = (
+            "#include <pybind11/pybind11.h>\\n"
+            "static int answer() { return 42; }\\n"
+            "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(\\"answer\\", &answer); }\\n"
+        )
+
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                folder = tempfile.mkdtemp()
+                with open(os.path.join(folder, "answer.cpp"), "w") as handle:
+                    handle.write(SOURCE)
+                self.ext = load("ca_tmp_answer", [os.path.join(folder, "answer.cpp")])
+
+            def forward(self, x):
+                assert self.ext.answer() == 42
+                return torch.relu(x)
+        """,
+    )
+    # torch's relu is fine under off (the point is the build); a cold compile in the worker
+    result = run(path, policy="off", worker_timeout_s=600.0)
+    assert result.correct and result.flags == [], (result.error, result.flags)
+    assert any(b["module"] == "ca_tmp_answer" and b["ok"] for b in result.details["builds"])
+    assert result.details["custom_calls_per_forward"] >= 1
+
+
+def test_load_refuses_sources_outside_the_solution_and_its_temporary_folder(
+    tmp_path: Path,
+) -> None:
+    outside = Path(cuda_agent.__file__).parent / "workspace" / "template" / "binding.cpp"
+    assert outside.is_file()  # visible to the worker, sandboxed or not
+    path = solution(
+        tmp_path,
+        "outside",
+        f"""
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.ext = load("ca_outside", [{str(outside)!r}])
+
+            def forward(self, x):
+                return self.ext.f(x)
+        """,
+    )
+    result = run(path)
+    assert result.error is not None and result.error.stage == "build"
+    assert "outside the solution folder or its temporary folder" in result.error.message
