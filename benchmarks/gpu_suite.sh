@@ -18,6 +18,9 @@
 #                                    call after it finishes runs the GPU B5 fixture
 #   bash benchmarks/gpu_suite.sh L   the stream-check GPU tests, then level 1 of the one-GPU sweep
 #                                    again (run "h200"; move the old gpu-runs/h200/L1 aside first)
+#   bash benchmarks/gpu_suite.sh P   isolation and speed checks (issues 15, 17, 20): what isolation
+#                                    this machine offers, the isolation tests (GPU 1), build times
+#                                    and single-eval wall time (GPU 0), then the relu export
 #   bash benchmarks/gpu_suite.sh EXPORT  export (issue 17): relu/cuda.py and the bias_gelu_scale
 #                                    workdir exported, pip-installed, run under torch.compile
 #   bash benchmarks/gpu_suite.sh M   RayPool (issue 18): the Ray bundle unpacked and smoke-tested
@@ -234,6 +237,27 @@ L)
   python3 benchmarks/sweep_summary.py gpu-runs | grep -A3 "^h200"
   tar czf "$OUT/gpu-runs.tgz" gpu-runs
   ;;
+P)
+  nvidia-smi -L
+  echo "uid $(id -u); bwrap: $(command -v bwrap || echo absent)"
+  python3 -c "from cuda_agent.workspace.isolation import machine_summary as m; print(m())"
+  python3 -c "from cuda_agent.workspace.sandbox import worker_isolation as w; print('gpu worker isolation:', w(True))"
+  (
+    CUDA_VISIBLE_DEVICES=1 timeout 420 python3 -m pytest -q -p no:cacheprovider -rfEs \
+      tests/workspace/test_confine.py tests/adversarial/test_isolation.py \
+      tests/evaluator/test_spare_workers.py >"$OUT/iso_tests.log" 2>&1
+    echo "isolation tests exit $?" >>"$OUT/iso_tests.log"
+  ) &
+  CUDA_VISIBLE_DEVICES=0 timeout 250 python3 benchmarks/build_cache.py --backend cuda \
+    2>"$OUT/build_cache.err" | tee "$OUT/build_cache.txt"
+  CUDA_VISIBLE_DEVICES=0 timeout 120 python3 benchmarks/eval_cli_latency.py --backend cuda \
+    --runs 3 2>"$OUT/eval_cli.err" | tee "$OUT/eval_cli.txt"
+  CUDA_VISIBLE_DEVICES=0 timeout 120 python3 benchmarks/export_h200.py --example relu \
+    --work /tmp/export-relu --out "$OUT/export_relu.json" 2>"$OUT/export_relu.log" |
+    tee "$OUT/export_relu.txt"
+  wait
+  grep -E "passed|failed|skipped|SKIPPED|FAILED|ERROR|exit" "$OUT/iso_tests.log" | tail -20
+  ;;
 EXPORT)
   nvidia-smi -L
   for example in ${EXPORT_EXAMPLES:-relu bias_gelu_scale}; do
@@ -304,7 +328,7 @@ compat)
   tar czf "$OUT/compat.tgz" gpu-runs/compat
   ;;
 *)
-  echo "usage: $0 A|B|C|D|E|F|G|H|I|J|K|L|M|N|O|EXPORT|compat" >&2
+  echo "usage: $0 A|B|C|D|E|F|G|H|I|J|K|L|M|N|O|P|EXPORT|compat" >&2
   exit 2
   ;;
 esac
