@@ -72,8 +72,15 @@ FS_WRITE_V1 = (
     | FS_MAKE_BLOCK
     | FS_MAKE_SYM
 )
-# what a plan may grant on a device folder (/dev): open device files for writing, nothing else
-FS_DEVICE_WRITE = FS_WRITE_FILE
+# what a plan may grant on a device folder (/dev, /proc): write to existing files, nothing else
+FS_DEVICE_WRITE = FS_WRITE_FILE | FS_TRUNCATE
+
+# Set for processes started under a Landlock layer. A nested plan (a compiler confined by a
+# worker that is itself confined) leaves Landlock out: the new layer would have to list the
+# folders around the hidden paths, which the outer layer makes unreadable, and would then
+# grant nothing (every exec failed with EACCES). The outer layer still applies. A process that
+# clears the variable only makes its own nested launches fail.
+LANDLOCKED_ENV = "CUDA_AGENT_LANDLOCKED"
 
 CLONE_NEWNET = 0x40000000
 PR_SET_NO_NEW_PRIVS = 38
@@ -108,6 +115,7 @@ class ConfinePlan:
     devices: list[str] = field(default_factory=list)
     hidden: list[str] = field(default_factory=list)
     seccomp_net: bool = False
+    scoped: bool = True  # Landlock scoping (ABI >= 6): abstract unix sockets and signals
     uid: int | None = None
     gid: int | None = None
 
@@ -195,7 +203,7 @@ def _apply_landlock(libc: ctypes.CDLL, plan: ConfinePlan) -> list[str]:
         handled_fs |= FS_TRUNCATE
     write_all = handled_fs & ~FS_READ
     handled_net = NET_BIND_TCP | NET_CONNECT_TCP if plan.landlock_net and abi >= 4 else 0
-    scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0
+    scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 and plan.scoped else 0
     if abi >= 6:
         attr = struct.pack("QQQ", handled_fs, handled_net, scoped)
     elif abi >= 4:
@@ -325,10 +333,12 @@ def main(argv: list[str]) -> int:
         sys.stderr.write("usage: python -m cuda_agent.workspace.confine PLAN_JSON -- ARGV...\n")
         return 2
     try:
-        apply(ConfinePlan.from_json(argv[0]))
+        applied = apply(ConfinePlan.from_json(argv[0]))
     except (ConfineError, ValueError, TypeError, KeyError) as err:
         sys.stderr.write(f"cuda-agent confine: {err}\n")
         return 126
+    if "landlock" in applied:
+        os.environ[LANDLOCKED_ENV] = "1"  # a nested plan must not stack a second layer
     try:
         os.execvp(argv[2], argv[2:])
     except OSError as err:

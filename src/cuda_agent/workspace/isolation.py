@@ -20,6 +20,7 @@ not do: apply anything (``confine.py`` and ``sandbox.py`` do).
 from __future__ import annotations
 
 import functools
+import glob
 import logging
 import os
 import pwd
@@ -93,6 +94,7 @@ class Capabilities:
     netns: bool
     user_ok: bool  # the dedicated user can run this Python and import our packages
     user_gpu_ok: bool  # ... and open the GPU device files
+    landlock_gpu_ok: bool = True  # CUDA starts under Landlock with GPU_DEVICES writable
 
 
 def launcher(plan: ConfinePlan, argv: list[str]) -> list[str]:
@@ -127,6 +129,18 @@ USER_PROBE = (  # the dedicated user can load torch and us, and reach the cache
     "    open(s.origin, 'rb').close()\n"
     "os.listdir(sys.argv[1])\n"
 )
+# Folders whose existing files a GPU worker may write under Landlock: the device files, and
+# /proc, where the NVIDIA driver writes at cuInit (CUDA_ERROR_OPERATING_SYSTEM otherwise, seen
+# on an H200 host; benchmarks/confine_gpu_probe.py). Ownership still applies to the sandbox user.
+GPU_DEVICES = ("/dev", "/proc")
+CUDA_PROBE = (  # cuInit succeeds (a machine without the driver has nothing to break)
+    "import ctypes, sys\n"
+    "try:\n"
+    "    lib = ctypes.CDLL('libcuda.so.1')\n"
+    "except OSError:\n"
+    "    sys.exit(0)\n"
+    "sys.exit(0 if lib.cuInit(0) == 0 else 1)\n"
+)
 GPU_PROBE = (
     "import glob, os\n"
     "for p in glob.glob('/dev/nvidia*'):\n"
@@ -150,7 +164,13 @@ def _capabilities(cache: str) -> Capabilities:
     if root and not user_ok:
         log.info("the sandbox user cannot read this Python, torch or %s: not used", cache)
     user_gpu_ok = user_ok and _probe(ConfinePlan(uid=uid, gid=uid), GPU_PROBE)
-    return Capabilities(root, abi, netns, user_ok, user_gpu_ok)
+    landlock_gpu_ok = True
+    if abi >= 1 and glob.glob("/dev/nvidia[0-9]*"):
+        plan = ConfinePlan(landlock=True, devices=list(GPU_DEVICES))
+        landlock_gpu_ok = _probe(plan, CUDA_PROBE)
+        if not landlock_gpu_ok:
+            log.warning("CUDA does not start under Landlock here: GPU workers run without it")
+    return Capabilities(root, abi, netns, user_ok, user_gpu_ok, landlock_gpu_ok)
 
 
 def sandbox_uid(slot: int) -> int:

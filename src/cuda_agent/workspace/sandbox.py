@@ -31,8 +31,9 @@ from pathlib import Path
 
 from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.core.secret import secret_dir
-from cuda_agent.workspace.confine import ConfinePlan
+from cuda_agent.workspace.confine import LANDLOCKED_ENV, ConfinePlan
 from cuda_agent.workspace.isolation import (
+    GPU_DEVICES,
     NONE,
     IsolationUnavailable,
     bwrap_usable,
@@ -245,10 +246,11 @@ def confine_plan(policy: SandboxPolicy) -> tuple[ConfinePlan, list[str]]:
             slot = next(_slots)
         plan.uid = plan.gid = sandbox_uid(slot)
         mechanisms.append("user")
-    if caps.landlock_abi >= 1:
+    nested = os.environ.get(LANDLOCKED_ENV) == "1"  # the outer layer already confines files
+    if caps.landlock_abi >= 1 and (caps.landlock_gpu_ok or not policy.gpu) and not nested:
         plan.landlock = True
         plan.writable = [str(p) for p in (policy.workdir, policy.tmpdir, *policy.bind_rw)]
-        plan.devices = ["/dev"]
+        plan.devices = list(GPU_DEVICES) if policy.gpu else ["/dev"]
         plan.hidden = [str(p) for p in (*policy.hidden, secret_dir())]
         mechanisms.append("landlock")
     if not policy.network:

@@ -7,6 +7,7 @@ gives stage ``build`` with the same text a build before the worker gives.
 
 from __future__ import annotations
 
+import secrets
 import textwrap
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from cuda_agent.core.types import EvalResult
 from cuda_agent.evaluator.pipeline import evaluate
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.solutions.loader import load_solution
+from cuda_agent.workspace.confine import landlock_abi
+from cuda_agent.workspace.isolation import ISOLATION_ENV, bwrap_usable
 from tests.helpers import TEST_OPS_CPP, TEST_OPS_FUNCTIONS, fast_options
 
 pytestmark = pytest.mark.slow
@@ -195,3 +198,35 @@ def test_load_refuses_sources_outside_the_solution_and_its_temporary_folder(
     result = run(path)
     assert result.error is not None and result.error.stage == "build"
     assert "outside the solution folder or its temporary folder" in result.error.message
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "confine"])
+def test_a_run_time_build_works_under_each_isolation(
+    mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker is confined, and its run-time build confines the compiler again. On the H200
+    (Landlock, no bubblewrap) the nested layer once granted nothing: every compiler failed with
+    EACCES and every run-time-building solution fell back to PyTorch."""
+    if mode == "bwrap" and not bwrap_usable():
+        pytest.skip("bubblewrap is not usable here")
+    if mode == "confine" and landlock_abi() < 1:
+        pytest.skip("no Landlock in this kernel")
+    monkeypatch.setenv(ISOLATION_ENV, mode)
+    path = solution(
+        tmp_path,
+        "in_init",
+        """
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.ext = load_inline("ca_test_ops", [SOURCE][0], functions=list(FUNCTIONS))
+
+            def forward(self, x):
+                return self.ext.relu_ok(x)
+        """,
+        prelude=TEST_OPS + f"SOURCE += '// {secrets.token_hex(8)}\\n'\n",  # compiled now
+    )
+    result = run(path)
+    assert result.details["isolation"] != "none"
+    assert result.correct and result.flags == [], (result.error, result.flags)
+    assert any(b["module"] == "ca_test_ops" for b in result.details["builds"])

@@ -197,13 +197,26 @@ def _writable_root(shared: Path) -> Path:
     private = os.environ.get(PRIVATE_BUILDS_ENV)
     try:
         ensure_dir(shared)
-        if os.access(shared, os.W_OK):
+        if _can_write(shared):
             return shared
     except OSError:
         pass
     if private:
         return ensure_dir(Path(private))
     return ensure_dir(shared)
+
+
+def _can_write(folder: Path) -> bool:
+    """Whether a file can be created in ``folder``. Tried, not asked: ``os.access`` consults
+    only the owner and mode bits, and Landlock (a confined worker) denies beyond them."""
+    try:
+        fd, name = tempfile.mkstemp(dir=folder, prefix=".write-probe-")
+    except OSError:
+        return False
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(name)
+    return True
 
 
 def _plan_unit(spec: ExtensionSpec, toolchain: Toolchain, src: SourceFile, root: Path) -> _Unit:
