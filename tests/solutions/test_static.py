@@ -1,3 +1,5 @@
+import textwrap
+
 from cuda_agent.solutions.static import analyse
 
 HEADER = "import torch\nfrom torch.utils.cpp_extension import load_inline\n"
@@ -49,3 +51,42 @@ def test_findings_are_informational() -> None:
     assert any("threads" in f for f in report.findings)
     assert any("ctypes" in f for f in report.findings)
     assert any("streams" in f for f in report.findings)
+
+
+def test_load_inline_with_sources_local_to_a_function_is_found_as_a_local_call() -> None:
+    """KernelBench-format solutions often keep their source string inside ``__init__``; such a
+    call is resolved from the function's own constants, apart from module-level calls."""
+    source = textwrap.dedent(
+        """
+        import torch.nn as nn
+        from torch.utils.cpp_extension import load_inline
+        FLAGS = ["-O2"]
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                cuda_code = "__global__ void k() {}\\n"
+                cpp_code = "void f();"
+                self.ext = load_inline(
+                    name="local_ext", cpp_sources=cpp_code, cuda_sources=cuda_code,
+                    functions=["f"], extra_cuda_cflags=FLAGS,
+                )
+            def other(self, flag):
+                if flag:
+                    code = "a"
+                else:
+                    code = "b"
+                return load_inline(name="ambiguous", cpp_sources=code)
+        """
+    )
+    report = analyse(source, "x.py")
+    assert report.error is None and report.inline_calls == []
+    assert report.local_inline_calls == [
+        {
+            "name": "local_ext",
+            "cpp_sources": "void f();",
+            "cuda_sources": "__global__ void k() {}\n",
+            "functions": ["f"],
+            "extra_cuda_cflags": ["-O2"],
+        }
+    ]
+    assert report.unresolved_inline_calls == 1  # `code` is bound twice: not a constant

@@ -111,6 +111,10 @@ def prepare(
             prepared.known_build_failures[failure_key(failed)] = build_error
     elif build_error:
         prepared.error = StageError("build", build_error)
+    if prepared.error is None and report.local_inline_calls:
+        ahead = _build_ahead(report.local_inline_calls, opts, prepared.known_build_failures)
+        result.details["builds"] += [{**b.to_dict(), "ahead": True} for b in ahead]
+        stage_times["build"] = round(time.monotonic() - started, 3)
     return prepared
 
 
@@ -192,6 +196,27 @@ def _prebuild(
             failed = spec if spec.origin != "workdir" else None
             return builds, build.error or "build failed", failed
     return builds, None, None
+
+
+def _build_ahead(
+    calls: list[dict[str, Any]], opts: EvalOptions, known_failures: dict[str, str]
+) -> list[BuildResult]:
+    """Build the ``load_inline`` calls the static pass resolved inside functions, here, where
+    builds run in parallel, instead of in the worker, which holds a device while it compiles.
+    Such a call may never run, so nothing here decides the verdict: a success is a cache
+    entry the worker's own call then finds, a failure is handed to the worker, which reports
+    it only if the solution makes that call (with this same text, not compiling again)."""
+    builds = []
+    for kwargs in calls:
+        try:
+            spec = inline_spec(opts.backend, **kwargs)
+        except (FlagError, TypeError):
+            continue  # the call itself will say what is wrong with it
+        build = build_extension(spec, timeout_s=opts.build_timeout_s)
+        builds.append(build)
+        if not build.ok:
+            known_failures[failure_key(spec)] = build.error or "build failed"
+    return builds
 
 
 def _may_catch(solution: Solution) -> bool:

@@ -12,6 +12,8 @@
 from __future__ import annotations
 
 import ast
+import collections
+import contextlib
 import textwrap
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,6 +61,10 @@ class Unresolved(Exception):
 class StaticReport:
     error: str | None = None
     inline_calls: list[dict[str, Any]] = field(default_factory=list)
+    # calls inside a function whose arguments are constants of that function (a source string
+    # assigned once in ``__init__``): they may never run, so building them is only a head
+    # start (see ``evaluator/pipeline.py``); ``unresolved_inline_calls`` counts neither kind
+    local_inline_calls: list[dict[str, Any]] = field(default_factory=list)
     unresolved_inline_calls: int = 0
     findings: list[str] = field(default_factory=list)
 
@@ -74,9 +80,18 @@ def analyse(source: str, filename: str) -> StaticReport:
         report.error = f"{filename}: defines no top-level `class ModelNew`"
         return report
     env = _module_constants(tree)
+    functions = _enclosing_functions(tree)
     for call in _inline_calls(tree):
         try:
             report.inline_calls.append(_call_kwargs(call, env))
+            continue
+        except Unresolved:
+            pass
+        function = functions.get(id(call))
+        try:
+            if function is None:
+                raise Unresolved("not in a function")
+            report.local_inline_calls.append(_call_kwargs(call, _local_constants(function, env)))
         except Unresolved:
             report.unresolved_inline_calls += 1
     report.findings = _findings(tree)
@@ -111,6 +126,53 @@ def _module_constants(tree: ast.Module) -> dict[str, Any]:
             except Unresolved:
                 env.pop(node.targets[0].id, None)
     return env
+
+
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def _enclosing_functions(tree: ast.Module) -> dict[int, FunctionNode]:
+    """id(call node) -> the innermost function containing it."""
+    found: dict[int, FunctionNode] = {}
+
+    def visit(node: ast.AST, function: FunctionNode | None) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = child if isinstance(child, FunctionNode) else function
+            if isinstance(child, ast.Call) and function is not None:
+                found[id(child)] = function
+            visit(child, inner)
+
+    visit(tree, None)
+    return found
+
+
+def _local_constants(function: FunctionNode, env: dict[str, Any]) -> dict[str, Any]:
+    """The module's constants plus the function's own: names bound exactly once in it (in any
+    block), by a plain assignment of a constant expression. A name bound twice (``if`` /
+    ``else``, a loop, ``+=``) is left out: which value a call sees is not a compile-time fact."""
+    stores = collections.Counter(
+        node.id
+        for node in ast.walk(function)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+    )
+    local = {k: v for k, v in env.items() if k not in stores}
+    assignments = sorted(
+        (
+            node
+            for node in ast.walk(function)
+            if isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and stores[node.targets[0].id] == 1
+        ),
+        key=lambda n: (n.lineno, n.col_offset),
+    )
+    for node in assignments:
+        name = node.targets[0]
+        assert isinstance(name, ast.Name)
+        with contextlib.suppress(Unresolved):
+            local[name.id] = const_eval(node.value, local)
+    return local
 
 
 def _inline_calls(tree: ast.Module) -> list[ast.Call]:

@@ -230,3 +230,35 @@ def test_a_run_time_build_works_under_each_isolation(
     assert result.details["isolation"] != "none"
     assert result.correct and result.flags == [], (result.error, result.flags)
     assert any(b["module"] == "ca_test_ops" for b in result.details["builds"])
+
+
+def test_sources_local_to_init_are_built_ahead_and_the_worker_finds_them(tmp_path: Path) -> None:
+    """A source string kept inside ``__init__`` is built before the worker starts (where builds
+    run in parallel); the worker's own call then finds it in the cache. A local call that fails
+    to build and never runs does not reject the solution."""
+    token = secrets.token_hex(8)
+    path = solution(
+        tmp_path,
+        "local_sources",
+        f"""
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                source = SOURCE + "// {token}\\n"
+                self.ext = load_inline("ca_test_ops", source, functions=FUNCTIONS)
+
+            def never_called(self):
+                text = "int broken( {{ }}\\n"
+                return load_inline("ca_never", text, functions=["broken"])
+
+            def forward(self, x):
+                return self.ext.relu_ok(x)
+        """,
+        prelude=TEST_OPS,
+    )
+    result = run(path)
+    assert result.correct and result.flags == [], (result.error, result.flags)
+    ahead = [b for b in result.details["builds"] if b.get("ahead")]
+    assert {b["module"]: b["ok"] for b in ahead} == {"ca_test_ops": True, "ca_never": False}
+    in_worker = [b for b in result.details["builds"] if not b.get("ahead")]
+    assert in_worker and all(b["cached"] for b in in_worker if b["module"] == "ca_test_ops")
