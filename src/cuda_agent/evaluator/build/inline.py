@@ -16,6 +16,7 @@ so both compute the same cache key.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -123,7 +124,7 @@ def file_spec(
     allowed = [base, *(r.resolve() for r in roots)]
     paths = [(raw, (raw if raw.is_absolute() else base / raw).resolve()) for raw in raws]
     for raw, path in paths:
-        if not any(root in path.parents for root in allowed):
+        if not any(_within(path, root) for root in allowed):
             where = "the solution folder" + (" or its temporary folder" if roots else "")
             raise FlagError(f"source {raw} is outside {where}")
         if not path.is_file():
@@ -148,6 +149,37 @@ def file_spec(
         ldflags=vet_ld_flags(_as_list(extra_ldflags, "extra_ldflags")),
         origin="load",
     )
+
+
+def _within(path: Path, root: Path) -> bool:
+    """``path`` lies in ``root`` on ``root``'s own mount: no folder in between is a mount point.
+    Inside bubblewrap, /tmp is the worker's private folder, but folders re-bound under it (a
+    checkout or a virtual environment living in the host's /tmp) are not part of it."""
+    if root not in path.parents:
+        return False
+    mounts = _mount_points()
+    folder = path.parent
+    while folder != root:
+        if str(folder) in mounts or os.path.ismount(folder):
+            return False
+        folder = folder.parent
+    return True
+
+
+def _mount_points() -> set[str]:
+    """This process's mount points (bind mounts of the same file system included, which
+    ``os.path.ismount`` cannot see)."""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8") as info:
+            lines = info.read().splitlines()
+    except OSError:
+        return set()
+    points = set()
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 4:
+            points.add(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4]))
+    return points
 
 
 def workdir_spec(
