@@ -26,9 +26,11 @@
 #   bash benchmarks/gpu_suite.sh M   RayPool (issue 18): the Ray bundle unpacked and smoke-tested
 #                                    (ray.init, a task, a GPU actor per GPU), then levels 1-2 on
 #                                    both GPUs through `bench run --ray local` (run "ray2"),
-#                                    resumable: repeat M (carrying gpu-runs) until it is done
+#                                    resumable: repeat M (carrying gpu-runs) until it is done;
+#                                    M_LEVELS="1" for level 1 alone
 #   bash benchmarks/gpu_suite.sh N   RayPool: the fault drill (a GPU actor killed mid-run, level 1)
 #                                    and `synth --ray local` over $SYNTH_N (300) candidates
+#                                    (SYNTH_N=0: the fault drill alone)
 #   bash benchmarks/gpu_suite.sh O   LocalPool beside M, same code: levels 1-2 on both GPUs (run
 #                                    "local2", resumable), then benchmarks/pool_overhead.py
 # M, N and O need the Ray bundle: `python3 benchmarks/ray_bundle.py build` here, then carry
@@ -277,7 +279,7 @@ M)
   fi
   python3 -m cuda_agent bench references --problems .kb --levels 1,2 --out /tmp/refs
   SWEEP_DEADLINE=$(($(date +%s) + ${M_SECONDS:-500}))
-  for level in 1 2; do
+  for level in ${M_LEVELS:-1 2}; do
     SWEEP_EXTRA="--ray local" bash benchmarks/sweep.sh ray2 $level "$SWEEP_DEADLINE"
   done
   python3 benchmarks/sweep_summary.py gpu-runs | grep -A3 -E "^(ray2|local2|two)/|LocalPool"
@@ -295,6 +297,7 @@ N)
   echo "fault drill exit $?"
   quiet <"$OUT/fault.txt" | grep -v -E "^\s|^The actor|^\(raylet\)" | tail -12
   tar czf "$OUT/fault.tgz" -C "$OUT" fault && rm -rf "$OUT/fault"
+  if [ "${SYNTH_N:-300}" = 0 ]; then ray_logs; exit 0; fi
   synth_start=$(date +%s)
   timeout "${SYNTH_TIMEOUT:-240}" python3 -m cuda_agent synth --n "${SYNTH_N:-300}" \
     --backend cuda --decontaminate-against .kb --worker-slots "${SYNTH_SLOTS:-6}" \

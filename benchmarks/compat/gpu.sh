@@ -9,7 +9,9 @@
 # COMPAT_KB=0 to run ours alone (the issue-15 figure on one GPU, no CPU shared with KernelBench's
 # builds). KB_SITE: a folder of KernelBench's wheels (pydantic...) put first on its PYTHONPATH;
 # KB_CHECKOUT: the KernelBench checkout (default .kb); COMPAT_BACKEND: ours' backend (cuda);
-# COMPAT_POLICY: ours' policy (default kernelbench; another runs into SET/ours-POLICY).
+# COMPAT_POLICY: ours' policy (default kernelbench; another runs into SET/ours-POLICY);
+# COMPAT_OURS_GPUS: the GPUs ours uses (default "0"; "0 1" runs set i on GPU i mod 2, the sets
+# side by side, beside KernelBench's evaluator on GPU 1).
 # Ends with each set's summary of ours (wall time over all calls, verdict counts, solutions
 # still without a verdict), KernelBench's counts, and the Markdown table
 # (gpu-runs/compat/table-RUN.md).
@@ -36,11 +38,25 @@ if [ "${COMPAT_KB:-1}" != 0 ]; then
     done
   ) &
 fi
-for set_name in "$@"; do
-  CUDA_VISIBLE_DEVICES=0 python3 -m benchmarks.compat ours "$root/$set_name" --deadline "$deadline" \
-    --backend "${COMPAT_BACKEND:-cuda}" --policy "$policy" --run "$run" \
-    >>"$root/$set_name/${run}_calls.log" 2>&1
-done
+ours_on() {  # ours over the given sets in turn, on GPU $1
+  local gpu=$1
+  shift
+  for set_name in "$@"; do
+    CUDA_VISIBLE_DEVICES=$gpu python3 -m benchmarks.compat ours "$root/$set_name" \
+      --deadline "$deadline" --backend "${COMPAT_BACKEND:-cuda}" --policy "$policy" \
+      --run "$run" >>"$root/$set_name/${run}_calls.log" 2>&1
+  done
+}
+read -r -a ours_gpus <<<"${COMPAT_OURS_GPUS:-0}"
+if [ "${#ours_gpus[@]}" -le 1 ]; then
+  ours_on "${ours_gpus[0]:-0}" "$@"
+else  # set i on GPU i mod n, the GPUs side by side
+  i=0
+  for set_name in "$@"; do
+    ours_on "${ours_gpus[$((i % ${#ours_gpus[@]}))]}" "$set_name" &
+    i=$((i + 1))
+  done
+fi
 wait
 for set_name in "$@"; do
   python3 -m benchmarks.compat summary "$root/$set_name" --run "$run"
