@@ -61,11 +61,13 @@ def main() -> None:
     for mode, extra in (("alone (--no-service)", ["--no-service"]), ("with serve", [])):
         server = None
         if mode == "with serve":
+            # its log goes to a file: a pipe nobody reads fills and stops the service
+            server_log = (cache / "serve.log").open("w")
             server = subprocess.Popen(
                 [*cli, "serve", "--backend", args.backend],
                 env=env,
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
+                stderr=server_log,
                 text=True,
             )
             _wait_for_service(env)
@@ -77,8 +79,15 @@ def main() -> None:
                 time.sleep(1.0)  # the replacement spare warms up, as between agent turns
         finally:
             if server is not None:
+                stop_start = time.monotonic()
                 server.terminate()
-                server.wait(timeout=60)
+                try:
+                    server.wait(timeout=60)
+                    print(f"serve stopped {time.monotonic() - stop_start:.1f} s after SIGTERM")
+                except subprocess.TimeoutExpired:
+                    print("serve did not stop within 60 s of SIGTERM: killed", file=sys.stderr)
+                    server.kill()
+                    server.wait()
     print(
         f"cuda-agent --version (imports only): {startup:.2f} s; first eval (caches cold): "
         f"{warm_wall:.2f} s"

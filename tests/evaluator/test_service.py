@@ -88,3 +88,33 @@ def test_the_eval_command_uses_a_running_service(service: EvalService) -> None:
     result = json.loads(proc.stdout)
     assert result["correct"] and result["backend"] == "cpu"
     assert result["details"]["service"]["pid"] == os.getpid()
+
+
+def test_the_serve_command_stops_on_sigterm(tmp_path: Path) -> None:
+    """``cuda-agent serve`` in its own process ends promptly on SIGTERM (the handler once called
+    ``shutdown()`` from the thread inside ``serve_forever()``, which waits for itself)."""
+    import signal
+    import time
+
+    env = {**os.environ, SOCKET_ENV: str(tmp_path / "serve.sock")}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "cuda_agent", "serve", "--backend", "cpu"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while service_info(tmp_path / "serve.sock") is None:
+            assert server.poll() is None, server.communicate()[1]
+            assert time.monotonic() < deadline, "the service never answered"
+            time.sleep(0.5)
+        server.send_signal(signal.SIGTERM)
+        _, stderr = server.communicate(timeout=30)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    assert server.returncode == 0, stderr
+    assert "evaluation service stopped" in stderr

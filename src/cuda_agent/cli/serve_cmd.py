@@ -22,7 +22,9 @@ def serve_command(
 
     chosen = resolve_backend(backend)
     with EvalService(chosen, spare_depth=spare_workers) as service:
-        signal.signal(signal.SIGTERM, lambda *_: service.shutdown())
+        # SIGTERM ends it as Ctrl-C does: the handler runs on this thread, inside
+        # serve_forever(), so it must not call shutdown() (which waits for serve_forever)
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
         err_console.print(
             f"evaluation service ({chosen}, isolation {service.isolation}) listening on "
             f"{service.path}"
