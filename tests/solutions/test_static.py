@@ -90,3 +90,27 @@ def test_load_inline_with_sources_local_to_a_function_is_found_as_a_local_call()
         }
     ]
     assert report.unresolved_inline_calls == 1  # `code` is bound twice: not a constant
+
+
+def test_a_call_whose_build_folder_is_computed_is_still_resolved() -> None:
+    """``build_directory=os.path.join(...)`` (common in LLM-written solutions) changes nothing
+    our builder makes: the call is resolved without it and built ahead of the worker."""
+    source = textwrap.dedent(
+        """
+        import os
+        import torch.nn as nn
+        from torch.utils.cpp_extension import load_inline
+        def get_ext():
+            src = "void f();"
+            folder = os.path.join(os.path.dirname(__file__), "build")
+            return load_inline("ext", src, functions=["f"], build_directory=folder,
+                               verbose=os.environ.get("V") == "1")
+        class ModelNew(nn.Module):
+            pass
+        """
+    )
+    report = analyse(source, "x.py")
+    assert report.unresolved_inline_calls == 0
+    assert report.local_inline_calls == [
+        {"name": "ext", "cpp_sources": "void f();", "functions": ["f"]}
+    ]

@@ -31,6 +31,9 @@ INLINE_POSITIONAL = (
     "verbose",
     "with_cuda",
 )
+# Arguments that do not change what is built (our builder has its own folder and log): a call
+# whose only non-constant arguments are among these is still resolved, without them
+BUILD_NEUTRAL = frozenset({"build_directory", "verbose", "keep_intermediates"})
 NOTABLE_MODULES = {
     "threading": "starts threads",
     "multiprocessing": "starts processes",
@@ -197,12 +200,9 @@ def _call_kwargs(call: ast.Call, env: dict[str, Any]) -> dict[str, Any]:
         k.arg is None for k in call.keywords
     ):
         raise Unresolved("star arguments")
-    kwargs = {
-        name: const_eval(arg, env) for name, arg in zip(INLINE_POSITIONAL, call.args, strict=False)
-    }
-    for kw in call.keywords:
-        assert kw.arg is not None
-        kwargs[kw.arg] = const_eval(kw.value, env)
+    named = [*zip(INLINE_POSITIONAL, call.args, strict=False)]
+    named += [(kw.arg, kw.value) for kw in call.keywords if kw.arg is not None]
+    kwargs = {name: const_eval(arg, env) for name, arg in named if name not in BUILD_NEUTRAL}
     if "name" not in kwargs or "cpp_sources" not in kwargs:
         raise Unresolved("missing name or cpp_sources")
     return kwargs
