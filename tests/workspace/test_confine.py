@@ -165,3 +165,23 @@ def test_readable_roots_cover_everything_but_the_hidden(tmp_path: Path) -> None:
     assert str(tmp_path / "a" / "public") in roots
     assert not any(r == "/" for r in roots)
     assert readable_roots([]) == ["/"]
+
+
+@needs_root
+def test_the_dedicated_user_has_a_name(open_tmp: Path) -> None:
+    """It has no passwd entry; ``getpass.getuser()`` reads LOGNAME and USER before asking
+    getpwuid(), which fails for it: ``@torch.compile`` at import raised KeyError on the H200
+    (a CUDA-L1 solution). Run through /bin/sh: this checkout's Python may be unreadable to it."""
+    uid = sandbox_uid(0)
+    plan = ConfinePlan(uid=uid, gid=uid)
+    env = {k: v for k, v in os.environ.items() if k not in ("USER", "LOGNAME")}
+    proc = subprocess.run(
+        launcher(plan, ["/bin/sh", "-c", 'echo "$(id -u) $LOGNAME $USER"']),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=open_tmp,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == [str(uid), "cuda-agent-sandbox", "cuda-agent-sandbox"]

@@ -85,6 +85,7 @@ LANDLOCKED_ENV = "CUDA_AGENT_LANDLOCKED"
 CLONE_NEWNET = 0x40000000
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_DUMPABLE = 4
+SANDBOX_USER_NAME = "cuda-agent-sandbox"  # what a confined process is told it is
 PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
 
@@ -173,6 +174,9 @@ def apply(plan: ConfinePlan) -> list[str]:
         except OSError as err:
             raise ConfineError(f"switching to uid {plan.uid}: {err}") from None
         libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # its own /proc/self stays readable to it
+        # the dedicated user has no passwd entry: getpass.getuser() (torch.compile's cache
+        # folder, torch's extension build root) reads these first, and fails without them
+        os.environ["USER"] = os.environ["LOGNAME"] = SANDBOX_USER_NAME
         applied.insert(0, "user")
     return applied
 
