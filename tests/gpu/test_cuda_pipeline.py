@@ -310,3 +310,32 @@ def test_persisting_l2_window_earns_nothing(tmp_path: Path) -> None:
     # No gain: on the H200 (2026-11-29) the control read 55 us after an overwrite-only flush
     # against 82 us after ours, and the verdict was 0.44x (the pinning calls are timed too).
     assert speedup is not None and speedup <= 1.05
+
+
+def test_cudnn_benchmark_threads_are_not_the_candidates(tmp_path: Path) -> None:
+    """cuDNN's autotuner leaves host threads behind on its first benchmarked convolution; a
+    policy that allows ``cudnn.benchmark`` must not flag them as ``threads_started`` (54
+    CUDA-L1 solutions were, on the H200), while a thread the candidate starts still is."""
+    model_new = (
+        "import threading, time\nimport torch\nimport torch.nn as nn\n\n"
+        "class ModelNew(nn.Module):\n"
+        "    def __init__(self, in_channels, out_channels, kernel_size):\n"
+        "        super().__init__()\n"
+        "        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size,\n"
+        "                              padding=kernel_size // 2)\n"
+        "        self.pool = nn.MaxPool2d(2)\n\n"
+        "    def forward(self, x):\n"
+        "        torch.backends.cudnn.benchmark = True\n"
+        "%s"
+        "        return self.pool(torch.relu(self.conv(x)))\n"
+    )
+    honest = tmp_path / "honest.py"
+    honest.write_text(model_new % "")
+    result = run(honest, "conv_relu_maxpool", policy="off")
+    assert result.correct, (result.flags, result.error)
+    assert "threads_started" not in result.flags
+    spawning = tmp_path / "spawning.py"
+    sleeper = "        threading.Thread(target=time.sleep, args=(600,), daemon=True).start()\n"
+    spawning.write_text(model_new % sleeper)
+    result = run(spawning, "conv_relu_maxpool", policy="off")
+    assert "threads_started" in result.flags, (result.flags, result.error)
