@@ -210,6 +210,8 @@ def _start_cudnn_autotuner(ref: Reference, device: Device, policy: PolicyRules) 
     try:
         _call(ref.model, clone_nested(ref.verify_sets[0]))
         device.synchronize()
+    except Exception:  # a warm-up only: the verdict is the candidate's, never decided here
+        torch.cuda.empty_cache()
     finally:
         torch.backends.cudnn.benchmark = before
 
