@@ -35,6 +35,10 @@
 #                                    "local2", resumable), then benchmarks/pool_overhead.py
 # M, N and O need the Ray bundle: `python3 benchmarks/ray_bundle.py build` here, then carry
 # .raybundle/ray-2.60.0-cp312.tar.xz (22 MiB; O only for pool_overhead.py).
+#   bash benchmarks/gpu_suite.sh Q   what 2026-11-30's afternoon left owed (issues 15-17): single
+#                                    eval wall time, the export timed back to back, the cuDNN
+#                                    thread test, three CUDA-L1 solutions re-evaluated (carry
+#                                    gpu-runs); one nvidia-h200 call
 #   bash benchmarks/gpu_suite.sh compat   the KernelBench compatibility suite (nvidia-h200-x2):
 #                                    CUDA-L1's solutions (sets $COMPAT_SETS, default "h20 a100")
 #                                    through ours on GPU 0 and KernelBench's evaluator on GPU 1,
@@ -323,6 +327,30 @@ O)
     quiet <"$OUT/pool_overhead.txt" | tail -16
   fi
   ;;
+Q)
+  # what the afternoon of 2026-11-30 left owed: single-eval wall time (issue 15), the export's
+  # back-to-back wall time (issue 17), the cuDNN-threads and sandbox-name fixes (issue 16)
+  nvidia-smi -L
+  CUDA_VISIBLE_DEVICES=0 timeout 170 python3 benchmarks/eval_cli_latency.py --backend cuda \
+    --runs 3 2>"$OUT/eval_cli.err" | tee "$OUT/eval_cli.txt"
+  CUDA_VISIBLE_DEVICES=0 timeout 200 python3 benchmarks/export_h200.py --example relu \
+    --work /tmp/export-relu --out "$OUT/export_relu.json" 2>"$OUT/export_relu.log" |
+    tee "$OUT/export_relu.txt"
+  CUDA_VISIBLE_DEVICES=0 timeout 150 python3 -m pytest -q -p no:cacheprovider -m gpu -rfEs \
+    tests/gpu/test_cuda_pipeline.py -k cudnn 2>&1 | tail -4
+  # CUDA-L1 solutions the run rejected for our own reasons (needs gpu-runs/compat carried)
+  for case in a100/2/1_Conv2D_ReLU_BiasAdd h20/2/34_ConvTranspose3d_LayerNorm_GELU_Scaling \
+    a100/2/75_Gemm_GroupNorm_Min_BiasAdd; do
+    set_name=${case%%/*} rest=${case#*/}
+    level=${rest%%/*} name=${rest#*/}
+    problem=gpu-runs/compat/$set_name/problems/level$level/$name.py
+    [ -f "$problem" ] || { echo "$case: no $problem (carry gpu-runs)"; continue; }
+    CUDA_VISIBLE_DEVICES=0 timeout 150 python3 -m cuda_agent eval "$problem" \
+      "gpu-runs/compat/$set_name/solutions/L${level}_$name.py" --backend cuda --policy off \
+      --baselines eager --json 2>/dev/null |
+      python3 -c "import json,sys; r=json.load(sys.stdin); print('$case', r['correct'], r['flags'], (r.get('error') or {}).get('message', '')[:160])"
+  done
+  ;;
 compat)
   nvidia-smi -L
   (kb_env)  # KernelBench's wheels into /tmp/site, for its processes only
@@ -331,7 +359,7 @@ compat)
   tar czf "$OUT/compat.tgz" gpu-runs/compat
   ;;
 *)
-  echo "usage: $0 A|B|C|D|E|F|G|H|I|J|K|L|M|N|O|P|EXPORT|compat" >&2
+  echo "usage: $0 A|B|C|D|E|F|G|H|I|J|K|L|M|N|O|P|Q|EXPORT|compat" >&2
   exit 2
   ;;
 esac
