@@ -35,6 +35,7 @@ import cuda_agent
 from cuda_agent.core.paths import builds_dir, cache_root, ensure_dir, locks_dir
 from cuda_agent.core.secret import SANDBOXED_ENV
 from cuda_agent.evaluator.build.builder import PRIVATE_BUILDS_ENV
+from cuda_agent.evaluator.process_group import kill_group_and_wait
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
 from cuda_agent.workspace.isolation import NONE
 from cuda_agent.workspace.sandbox import Sandbox, SandboxPolicy
@@ -391,7 +392,8 @@ def run_worker(
             outcome.timed_out = outcome.record is not None or outcome.timed_out
             _kill_group(proc)
             outcome.returncode = proc.wait()
-        _kill_group(proc)  # nothing the candidate left behind survives the evaluation
+        # nothing the candidate left behind survives the evaluation, not even for a moment
+        kill_group_and_wait(proc.pid)
     outcome.seconds = time.monotonic() - start
     outcome.stdout_tail = _tail(handle.folder / "worker.stdout")
     outcome.stderr_tail = _tail(handle.folder / "worker.stderr")

@@ -1,0 +1,53 @@
+"""kill_group_and_wait: when it returns, no member of the group runs any more."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+from cuda_agent.evaluator.process_group import group_members, kill_group_and_wait
+
+# a group leader that starts five sleepers in its own group, says so, and waits
+LEADER = """
+import os, subprocess, sys, time
+for _ in range(5):
+    subprocess.Popen(["sleep", "600.75"])
+print("started", flush=True)
+time.sleep(600)
+"""
+
+
+def _pgrep(pattern: str) -> str:
+    return subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout
+
+
+def test_no_member_runs_once_it_returns() -> None:
+    leader = subprocess.Popen(
+        [sys.executable, "-c", LEADER], start_new_session=True, stdout=subprocess.PIPE, text=True
+    )
+    assert leader.stdout is not None and leader.stdout.readline().strip() == "started"
+    assert len(group_members(leader.pid)) == 6
+    left = kill_group_and_wait(leader.pid)
+    assert left == []
+    assert group_members(leader.pid) == []
+    assert _pgrep("sleep 600.75") == ""
+    leader.wait(timeout=5)
+
+
+def test_an_empty_group_returns_at_once() -> None:
+    done = subprocess.run([sys.executable, "-c", "pass"], start_new_session=True)
+    assert done.returncode == 0
+    start = time.monotonic()
+    assert kill_group_and_wait(2**22 - 7) == []
+    assert time.monotonic() - start < 1.0
+
+
+def test_zombies_count_as_gone() -> None:
+    # the leader exits at once and stays a zombie until we reap it
+    leader = subprocess.Popen([sys.executable, "-c", "pass"], start_new_session=True)
+    deadline = time.monotonic() + 10
+    while group_members(leader.pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert group_members(leader.pid) == []
+    assert leader.poll() == 0
