@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from cuda_agent.evaluator.build.builder import BuildResult, build_extension
+from cuda_agent.evaluator.build.builder import OWN_FAILURE_LAYOUT, BuildResult, build_extension
 from cuda_agent.evaluator.build.inline import inline_spec
+from cuda_agent.evaluator.build.light_failure import without_hints
 
 pytestmark = pytest.mark.slow
 
@@ -127,6 +128,51 @@ def test_auto_falls_back_to_stock_when_light_lacks_a_header() -> None:
     assert result.layouts == {"main.cpp": "stock (light failed)"}
 
 
+UNDECLARED_BINDING = """
+#include <torch/extension.h>
+torch::Tensor launch(torch::Tensor x, int n);  // forgot: the bound name is launch_kernel
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "source", "functions"),
+    [
+        ("kb_own_twice", DUPLICATE_MODULE, ["twice"]),
+        ("kb_own_undeclared", UNDECLARED_BINDING, ["launch_kernel"]),
+    ],
+    ids=["pybind-module-twice", "bound-function-undeclared"],
+)
+def test_auto_reports_the_sources_own_errors_without_a_stock_compile(
+    name: str, source: str, functions: list[str]
+) -> None:
+    spec = inline_spec("cpu", name=name, cpp_sources=source, functions=functions)
+    result = build_extension(spec, timeout_s=1800)
+    assert not result.ok
+    assert result.layouts == {"main.cpp": OWN_FAILURE_LAYOUT}
+    again = build_extension(spec, timeout_s=1800)  # the verdict is cached
+    assert again.error == result.error and again.layouts == result.layouts
+    stock = build_extension(spec, layout="stock", timeout_s=1800)
+    assert not stock.ok
+    assert first_error(result) == without_hints(first_error(stock))
+
+
+def test_auto_retries_with_stock_when_a_header_mentions_the_missing_name() -> None:
+    # unqualified this time: "'sigmoid' was not declared", a name torch's headers declare
+    source = """
+    #include <torch/extension.h>
+    #define JOIN(a, b) a##b
+    using namespace at;
+    torch::Tensor hidden(torch::Tensor x) { return JOIN(sig, moid)(x); }
+    """
+    spec = inline_spec("cpu", "kb_hidden_unqualified", source, functions=["hidden"])
+    light = build_extension(spec, layout="light", timeout_s=1800)
+    assert not light.ok and "sigmoid" in (light.error or "")
+    assert "was not declared in this scope" in (light.error or "")
+    result = build_extension(spec, timeout_s=1800)
+    assert result.ok, result.error
+    assert result.layouts == {"main.cpp": "stock (light failed)"}
+
+
 @pytest.mark.skipif(not HAS_NVCC, reason="needs nvcc")
 def test_cuda_extension_h_in_both_units_and_a_second_module_fail_alike() -> None:
     cuda = """
@@ -168,10 +214,12 @@ def test_cuda_missing_identifier_fails_alike() -> None:
     }
     """
     cpp = "#include <torch/extension.h>\ntorch::Tensor scale(torch::Tensor x);\n"
-    light, stock = both_layouts(
-        "cuda", name="kb_missing", cpp_sources=cpp, cuda_sources=cuda, functions=["scale"]
-    )
+    call = dict(name="kb_missing", cpp_sources=cpp, cuda_sources=cuda, functions=["scale"])
+    light, stock = both_layouts("cuda", **call)
     assert not stock.ok
     assert "launch_missing_kernel" in first_error(stock)
     assert "cuda_sources:5" in first_error(stock)
     assert_same(light, stock)
+    auto = build_extension(inline_spec("cuda", **call), timeout_s=1800)
+    assert auto.layouts["cuda.cu"] == OWN_FAILURE_LAYOUT
+    assert first_error(auto) == first_error(stock)

@@ -38,7 +38,8 @@ from cuda_agent.core.paths import builds_dir, ensure_dir
 from cuda_agent.evaluator.build.compile_sandbox import confine_compiler
 from cuda_agent.evaluator.build.compiler_log import DIAGNOSTIC, summarise
 from cuda_agent.evaluator.build.light import LightIndex, blank_umbrellas, light_prelude, unit_level
-from cuda_agent.evaluator.build.light_index import ensure_index
+from cuda_agent.evaluator.build.light_failure import is_own_failure, own_labels, without_hints
+from cuda_agent.evaluator.build.light_index import ensure_index, umbrella_identifiers
 from cuda_agent.evaluator.build.nvcc_pipeline import compile_cu
 from cuda_agent.evaluator.build.pch import PRELUDE, ensure_pch, pch_header, wants_pch
 from cuda_agent.evaluator.build.spec import ExtensionSpec, SourceFile
@@ -51,6 +52,8 @@ PRIVATE_BUILDS_ENV = "CUDA_AGENT_PRIVATE_BUILDS"  # where to build when the cach
 NAME_HEADER = ".ca_extension_name.h"
 MAX_LOG_CHARS = 65536
 LAYOUTS = ("auto", "light", "stock")
+# a light failure in the sources' own code, which stock would repeat (not compiled)
+OWN_FAILURE_LAYOUT = "light (own error; stock alike, not compiled)"
 LAYOUTS_FILE = "layouts.json"  # next to a cached extension: how each unit was compiled
 
 
@@ -94,6 +97,7 @@ class _Variant:
     pch: Path | None = None
     pch_text: str = ""
     pch_base: list[str] | None = None
+    index: LightIndex | None = None  # light variants: the index they were planned with
 
 
 @dataclass
@@ -296,7 +300,7 @@ def _variant(
     )
     obj = root / "obj" / f"{key}.o"
     obj = existing_or(builds_dir() / "obj" / f"{key}.o", obj)
-    return _Variant(layout, text, command, key, obj, pch, pch_text, base)
+    return _Variant(layout, text, command, key, obj, pch, pch_text, base, index)
 
 
 def existing_or(shared: Path, own: Path) -> Path:
@@ -341,6 +345,8 @@ def _build_into(
             result.layouts[name] = variant.layout
             if unit.light is not None and variant is unit.stock:
                 result.layouts[name] = "stock (light failed)"
+            elif variant is unit.light and not ok and layout == "auto":
+                result.layouts[name] = OWN_FAILURE_LAYOUT
             if log.strip():
                 logs.append(f"$ compile {name}\n{log}")
             if ok:
@@ -391,11 +397,20 @@ def _compile_unit(
     if light is not None and layout == "light":
         ok, log = _compile(light, workdir / ".light", unit.source.name, deadline)
         return light, ok, log
+    if light is not None and layout == "auto":
+        own = _own_failure_marker(light)
+        if own.exists():
+            return light, False, own.read_text(encoding="utf-8", errors="replace")
     if light is not None and layout == "auto" and not _light_failed(light):
         ok, log = _compile(light, workdir / ".light", unit.source.name, deadline)
         if ok:
             return light, True, log
         if _deterministic(log):
+            if _own_failure(unit, light, log):  # stock fails alike: not compiled
+                log = without_hints(log)
+                with contextlib.suppress(OSError):
+                    _write(own, log)
+                return light, False, log
             _write(_light_failed_marker(light), log[-4000:])
     if usable(unit.stock.cached_object):
         return unit.stock, True, ""
@@ -433,6 +448,20 @@ def _compile(variant: _Variant, folder: Path, name: str, deadline: float) -> tup
         os.replace(tmp_obj, variant.cached_object)
         seal(variant.cached_object)
     return ok, log
+
+
+def _own_failure_marker(variant: _Variant) -> Path:
+    return variant.cached_object.with_suffix(".own-failed")
+
+
+def _own_failure(unit: _Unit, light: _Variant, log: str) -> bool:
+    """Whether stock would fail with the same errors (``light_failure.py`` says when)."""
+    if light.index is None:
+        return False
+    identifiers = umbrella_identifiers(light.index)
+    if identifiers is None:
+        return False
+    return is_own_failure(log, own_labels(unit.source.body), identifiers)
 
 
 def _light_failed_marker(variant: _Variant) -> Path:

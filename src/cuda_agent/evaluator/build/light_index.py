@@ -12,6 +12,9 @@
   (``cxxscan.DeclarationScanner``): for each header, the names it declares at namespace scope
   and the macros it defines; for each macro, the identifiers of its definition; and, per kind,
   the headers the base header already pulls in.
+* ``identifiers.txt``: every identifier of the stock umbrella's headers (raw text of each, and
+  the preprocessed umbrella), so a failed light compile can tell whether stock's extra headers
+  could have declared a name it missed (``light_failure.py``).
 
 Building takes a few seconds of preprocessing and about ten of scanning; the result is keyed by
 the toolchain's identity and stored atomically, so concurrent workers build it at most once
@@ -40,7 +43,9 @@ from cuda_agent.evaluator.build.toolchain import CXX_STD, EXTENSION_DEFINE, Tool
 
 log = logging.getLogger(__name__)
 
-INDEX_VERSION = "4"
+INDEX_VERSION = "5"
+IDENTIFIERS_FILE = "identifiers.txt"
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 BASE_COMMON = (
     "ATen/core/Tensor.h",
     "ATen/Dispatch.h",
@@ -133,6 +138,26 @@ def ensure_index(root: Path, toolchain: Toolchain, deadline: float) -> LightInde
 
 
 _LOADED: dict[str, LightIndex] = {}
+_IDENTIFIERS: dict[str, frozenset[str]] = {}
+
+
+def umbrella_identifiers(index: LightIndex) -> frozenset[str] | None:
+    """Every identifier that appears anywhere in the stock umbrella's headers (each header's
+    raw text, all branches, and the preprocessed umbrella), or None when not recorded.
+
+    A name absent from it is declared by no header that stock ``load_inline`` would add to a
+    unit and the light layout leaves out (``light_failure.py`` relies on that). Read lazily:
+    only a failed light compile needs it.
+    """
+    folder = Path(index.shadow_dir).parent
+    cached = _IDENTIFIERS.get(str(folder))
+    if cached is None:
+        try:
+            text = (folder / IDENTIFIERS_FILE).read_text(encoding="utf-8")
+        except OSError:
+            return None
+        cached = _IDENTIFIERS[str(folder)] = frozenset(text.split())
+    return cached
 
 
 def _safe_load(folder: Path) -> LightIndex | None:
@@ -165,7 +190,16 @@ def _build(folder: Path, toolchain: Toolchain, timeout: float) -> None:
     umbrella = "".join(f"#include <{h}>\n" for h in BASE_EXTRA["cuda"] if "cuda" in kinds)
     umbrella += "#include <torch/types.h>\n#include <torch/extension.h>\n"
     cuda = "cuda" in kinds
-    scanner.feed(_preprocess(toolchain, umbrella, folder, [], timeout, defines=True, nvcc=cuda))
+    preprocessed = _preprocess(toolchain, umbrella, folder, [], timeout, defines=True, nvcc=cuda)
+    scanner.feed(preprocessed)
+    identifiers = set(IDENTIFIER.findall(preprocessed))
+    if cuda:  # main.cpp is compiled by g++, whose branches of the same headers may differ
+        host = _preprocess(toolchain, umbrella, folder, [], timeout, defines=True)
+        identifiers |= set(IDENTIFIER.findall(host))
+    for path in scanner.order:  # every branch of every header, macro bodies included
+        with contextlib.suppress(OSError):
+            identifiers |= set(IDENTIFIER.findall(Path(path).read_text(errors="replace")))
+    (folder / IDENTIFIERS_FILE).write_text("\n".join(sorted(identifiers)), encoding="utf-8")
     files: list[str] = []
     paths: list[str] = []
     for path in scanner.order:
