@@ -20,9 +20,11 @@ Default mode, on one candidate of our own (``cpp_sources`` and ``cuda_sources`` 
 
 ``--corpus`` measures distinct candidates of a public corpus (JSON lines with ``custom_code``,
 e.g. CUDA-L1's) the same way: ours cold with a warm toolchain, then stock ``load_inline``.
-``--check`` compiles each corpus candidate in the light layout only and in the stock layout
-only, and reports whether the verdicts (and first error lines) agree and how often the light
-layout needs the fallback. CPU seconds are the compilers' user+system time.
+``--check`` compiles each corpus candidate in the light layout only, in the stock layout only
+and as the builder does (``auto``), and reports whether the verdicts (and first error lines)
+agree, how often the light layout needs the fallback, how often a light failure is the
+sources' own (stock not compiled), and whether the builder's verdict always equals stock's.
+CPU seconds are the compilers' user+system time.
 Prints a table; record it in docs/benchmarks.md with date, machine and command.
 """
 
@@ -296,8 +298,9 @@ def first_error(text: str | None) -> str:
 
 
 def corpus_check(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from cuda_agent.evaluator.build.builder import build_extension, warm_up
+    from cuda_agent.evaluator.build.builder import OWN_FAILURE_LAYOUT, build_extension, warm_up
     from cuda_agent.evaluator.build.inline import inline_spec
+    from cuda_agent.evaluator.build.light_failure import without_hints
 
     cache = fresh_cache() if not args.keep_cache else None
     warm_up("cuda", stock_pch=True)
@@ -320,6 +323,17 @@ def corpus_check(args: argparse.Namespace) -> list[dict[str, Any]]:
             row[f"{layout}_layouts"] = result.layouts
         row["same"] = row["light_ok"] == row["stock_ok"] and (
             row["light_ok"] or row["light_error"] == row["stock_error"]
+        )
+        # what the builder reports (light, stock after a light failure, or a light failure in
+        # the sources' own code without a stock compile): it must agree with stock
+        with CpuClock() as clock:
+            auto = build_extension(spec, timeout_s=3600, jobs=1)
+        row["auto_ok"] = auto.ok
+        row["auto_error"] = first_error(auto.error)
+        row["auto_layouts"] = auto.layouts
+        row["auto_own_error"] = OWN_FAILURE_LAYOUT in auto.layouts.values()
+        row["auto_same"] = auto.ok == row["stock_ok"] and (
+            auto.ok or row["auto_error"] == without_hints(row["stock_error"])
         )
         rows.append(row)
         if out:
@@ -358,10 +372,19 @@ def print_check(rows: list[dict[str, Any]]) -> None:
     print(f"  light builds, stock fails (WRONG):          {pairs[(True, False)]}")
     same = sum(1 for r in rows if r.get("same"))
     print(f"  same verdict and same first error:          {same}")
+    own = [r for r in rows if r.get("auto_own_error")]
+    saved = sum(r["stock_cpu_s"] for r in own)
+    print(f"  light fails in the sources' own code:       {len(own)} (stock not compiled,")
+    print(f"    {saved:.0f} CPU s of stock compiles saved)")
+    agree = sum(1 for r in rows if r.get("auto_same"))
+    print(f"  builder's verdict = stock's (first error):  {agree} of {sum(pairs.values())}")
     for row in rows:
         if "light_ok" in row and not row["same"]:
             print(f"  differs: {row['build']}: light={row['light_error']!r}")
             print(f"  {'':>9} {'':>{len(row['build'])}}  stock={row['stock_error']!r}")
+        if "auto_ok" in row and not row["auto_same"]:
+            print(f"  BUILDER DIFFERS: {row['build']}: ours={row['auto_error']!r}")
+            print(f"  {'':>17} {'':>{len(row['build'])}}  stock={row['stock_error']!r}")
 
 
 def main() -> None:
