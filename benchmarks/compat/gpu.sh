@@ -10,6 +10,8 @@
 # builds). KB_SITE: a folder of KernelBench's wheels (pydantic...) put first on its PYTHONPATH;
 # KB_CHECKOUT: the KernelBench checkout (default .kb); COMPAT_BACKEND: ours' backend (cuda);
 # COMPAT_POLICY: ours' policy (default kernelbench; another runs into SET/ours-POLICY);
+# COMPAT_RUN: the run's folder name instead (a fresh run beside an older one: a timing of
+# the whole set with today's code, e.g. COMPAT_KB=0 COMPAT_RUN=ours-2 ... h20);
 # COMPAT_OURS_GPUS: the GPUs ours uses (default "0"; "0 1" runs set i on GPU i mod 2, the sets
 # side by side, beside KernelBench's evaluator on GPU 1).
 # Ends with each set's summary of ours (wall time over all calls, verdict counts, solutions
@@ -22,6 +24,7 @@ root=gpu-runs/compat
 policy=${COMPAT_POLICY:-kernelbench}
 run=ours
 [ "$policy" = kernelbench ] || run="ours-$policy"
+run=${COMPAT_RUN:-$run}
 mkdir -p "$root"
 export PYTHONPATH="$PWD/src:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 for set_name in "$@"; do
