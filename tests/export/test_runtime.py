@@ -117,6 +117,23 @@ def test_unverified_size_is_an_error_that_names_the_verified_sizes() -> None:
         wide(torch.randn(4, 16))
 
 
+def test_a_verified_call_is_remembered_but_never_widens_what_passes() -> None:
+    exported = export(generalizes=False)
+    model, reference = pair(exported)
+    for _ in range(3):  # the second and third calls take the remembered verdict
+        x = torch.randn(4, 8)
+        torch.testing.assert_close(model(x), reference(x))
+    assert len(exported._approved) == 1
+    with pytest.raises(UnverifiedCallError):
+        model(torch.randn(3, 8))
+    with pytest.raises(UnverifiedCallError):  # same sizes, another dtype
+        model(torch.randn(4, 8, dtype=torch.float64))
+    other, _ = pair(exported, dim=16)  # another model: its own verdicts
+    with pytest.raises(UnverifiedCallError):
+        other(torch.randn(4, 16))
+    assert len(exported._approved) == 1
+
+
 def test_policies_warn_once_or_allow() -> None:
     exported = export(generalizes=False)
     model, reference = pair(exported)

@@ -42,6 +42,7 @@ import torch
 POLICIES = ("error", "warn", "allow")
 SCHEMA_TYPES = {"tensor": "Tensor", "int": "SymInt", "float": "float", "bool": "bool"}
 MAX_LISTED = 8
+MAX_APPROVED = 4096
 
 
 class UnverifiedCallError(RuntimeError):
@@ -150,6 +151,7 @@ class ExportedProblem:
         self._handles = itertools.count(1)
         self._warned: set[Any] = set()
         self._capabilities: dict[int, str] = {}
+        self._approved: set[Any] = set()  # ``_call_signature``s of calls found verified
         default = "warn" if verified.get("generalizes") else "error"
         env = f"{namespace.upper()}_UNVERIFIED"
         self.policy = os.environ.get(env, default)
@@ -276,6 +278,9 @@ class ExportedProblem:
     def check(self, model: torch.nn.Module, args: tuple[Any, ...]) -> None:
         """Apply the policy to a call outside the verified sizes or on another GPU."""
         handle = getattr(model, "_ca_handle", 0)
+        fast = _call_signature(handle, args)  # a call like one already found verified: done
+        if fast is not None and fast in self._approved:
+            return
         key = self._key(self._init_keys.get(handle), _describe(args))
         problems = []
         if key not in self._verified_keys:
@@ -283,7 +288,11 @@ class ExportedProblem:
         capability = self._capability(args)
         if capability is not None:
             problems.append(capability)
-        if not problems or self.policy == "allow":
+        if not problems:
+            if fast is not None and len(self._approved) < MAX_APPROVED:
+                self._approved.add(fast)
+            return
+        if self.policy == "allow":
             return
         message = (
             f"{self.package}: {'; '.join(problems)}. Verified: {self._verified_text()}. "
@@ -361,6 +370,20 @@ def _flat(output: Any) -> list[torch.Tensor]:
 
 def _tensors(args: tuple[Any, ...]) -> list[torch.Tensor]:
     return [a for a in args if isinstance(a, torch.Tensor)]
+
+
+def _call_signature(handle: int, args: tuple[Any, ...]) -> Any:
+    """A cheap hashable summary of a call (model, sizes, dtypes, devices, scalar values), or
+    None when an argument has no such summary. Equal summaries get the same verdict."""
+    parts: list[Any] = [handle]
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            parts.append((tuple(a.shape), a.dtype, a.device))
+        elif isinstance(a, bool | int | float):
+            parts.append((type(a), a))
+        else:
+            return None
+    return tuple(parts)
 
 
 def _describe(args: tuple[Any, ...]) -> list[dict[str, Any]]:
