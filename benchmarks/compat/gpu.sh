@@ -12,6 +12,7 @@
 # COMPAT_POLICY: ours' policy (default kernelbench; another runs into SET/ours-POLICY);
 # COMPAT_RUN: the run's folder name instead (a fresh run beside an older one: a timing of
 # the whole set with today's code, e.g. COMPAT_KB=0 COMPAT_RUN=ours-2 ... h20);
+# COMPAT_BENCH_ARGS: more `bench run` arguments for ours (e.g. "--jobs-per-gpu 2");
 # COMPAT_OURS_GPUS: the GPUs ours uses (default "0"; "0 1" runs set i on GPU i mod 2, the sets
 # side by side, beside KernelBench's evaluator on GPU 1).
 # Ends with each set's summary of ours (wall time over all calls, verdict counts, solutions
@@ -47,7 +48,8 @@ ours_on() {  # ours over the given sets in turn, on GPU $1
   for set_name in "$@"; do
     CUDA_VISIBLE_DEVICES=$gpu python3 -m benchmarks.compat ours "$root/$set_name" \
       --deadline "$deadline" --backend "${COMPAT_BACKEND:-cuda}" --policy "$policy" \
-      --run "$run" >>"$root/$set_name/${run}_calls.log" 2>&1
+      --run "$run" ${COMPAT_BENCH_ARGS:+--extra $COMPAT_BENCH_ARGS} \
+      >>"$root/$set_name/${run}_calls.log" 2>&1
   done
 }
 read -r -a ours_gpus <<<"${COMPAT_OURS_GPUS:-0}"

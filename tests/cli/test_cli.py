@@ -173,3 +173,13 @@ def test_problems_lint_resumes_from_its_report(tmp_path: Path) -> None:
     assert report["missing"]["ok"] is True and report["missing"]["lint"] == []
     assert json.loads(report_file.read_text()) == report
     assert "needs --out" in cli("problems", "lint", "--resume", "--backend", "cpu").stderr
+
+
+def test_bench_run_jobs_per_gpu_must_be_usable(tmp_path: Path) -> None:
+    common = ("bench", "run", "--out", str(tmp_path / "run"), "--solutions", str(tmp_path))
+    zero = cli(*common, "--backend", "cpu", "--jobs-per-gpu", "0")
+    assert zero.returncode == 2 and "--jobs-per-gpu" in zero.stderr
+    with_ray = cli(*common, "--backend", "cpu", "--ray", "local", "--jobs-per-gpu", "2")
+    assert with_ray.returncode == 2 and "not with --ray" in with_ray.stderr
+    assert "Traceback" not in zero.stderr + with_ray.stderr
+    assert not (tmp_path / "run").exists()

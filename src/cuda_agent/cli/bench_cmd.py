@@ -34,7 +34,7 @@ from cuda_agent.cli.pools import make_pool
 from cuda_agent.cli.progress_log import Reporter
 from cuda_agent.cli.report_text import print_kernelbench, print_lint_summary
 from cuda_agent.cli.solve_cmd import check_tool_format
-from cuda_agent.core.errors import CudaAgentError
+from cuda_agent.core.errors import ConfigError, CudaAgentError
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.problems.sets import load_problem_set
 
@@ -72,6 +72,11 @@ def run_command(
     export_best: Path | None = typer.Option(
         None, "--export-best", help="Then export each problem's best correct solution: one package."
     ),
+    jobs_per_gpu: int = typer.Option(
+        1,
+        "--jobs-per-gpu",
+        help="Evaluations sharing each device, taking turns (run-time compiles off the turn).",
+    ),
 ) -> None:
     """Evaluate every problem of the set; progress shows live pass / faster counts (a bar on a
     terminal; in a log, a line per finished job and a summary every 30 s)."""
@@ -92,7 +97,11 @@ def run_command(
         from cuda_agent.export import check_target
 
         check_target(export_best)  # before the run, not after it
-    pool = make_pool(chosen, workers, ray, build_workers=build_workers)
+    if jobs_per_gpu < 1:
+        raise ConfigError(f"--jobs-per-gpu {jobs_per_gpu}: must be at least 1")
+    pool = make_pool(
+        chosen, workers, ray, build_workers=build_workers, jobs_per_device=jobs_per_gpu
+    )
     seen: list[AttemptRecord] = list(read_records(out)) if out.exists() else []
     total = len(problem_list) * (attempts if model else 1)
     with pool, Reporter("bench", total, pool.board, done=len(seen)) as reporter:

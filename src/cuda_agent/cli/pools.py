@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cuda_agent.cluster.local import LocalPool
 from cuda_agent.cluster.pool import EvalPool
+from cuda_agent.core.errors import ConfigError
 
 
 def make_pool(
@@ -12,9 +13,15 @@ def make_pool(
     ray: str | None,
     worker_slots: int = 1,
     build_workers: int | None = None,
+    jobs_per_device: int = 1,
 ) -> EvalPool:
-    """A ``RayPool`` for ``--ray`` (``local`` or an address), else a ``LocalPool``."""
+    """A ``RayPool`` for ``--ray`` (``local`` or an address), else a ``LocalPool``.
+
+    ``jobs_per_device`` (LocalPool only): evaluations sharing each device, taking turns.
+    """
     if ray:
+        if jobs_per_device != 1:
+            raise ConfigError("--jobs-per-gpu is a LocalPool option; not with --ray")
         from cuda_agent.cluster.ray_pool import RayPool
 
         return RayPool(
@@ -33,5 +40,9 @@ def make_pool(
         )
     )
     return LocalPool(
-        backend, devices=devices, worker_slots=worker_slots, build_workers=build_workers
+        backend,
+        devices=devices,
+        worker_slots=worker_slots,
+        build_workers=build_workers,
+        jobs_per_device=jobs_per_device,
     )

@@ -2,8 +2,10 @@
 
 Each job's thread builds (``prepare``, limited to ``build_workers`` at a time), then takes a
 device from the free list, runs ``execute`` with that device pinned (``CUDA_VISIBLE_DEVICES``),
-and gives the device back: exactly one job per GPU at a time. Spare workers keep a warm process
-ready per device. ``submit`` blocks once ``max_pending`` jobs are queued (back-pressure).
+and gives the device back: one job per GPU at a time, or ``jobs_per_device`` jobs whose workers
+take turns on it through its lock file (``evaluator/worker/device_turn.py``: all device work
+under the lock, run-time compiles outside it). Spare workers keep a warm process ready per
+device. ``submit`` blocks once ``max_pending`` jobs are queued (back-pressure).
 On the cpu backend the "devices" are evaluation slots (default one: timings on a shared CPU
 would disturb each other). Raw worker tasks (``submit_worker``) take ``worker_slots`` per
 device; they serialise their own timing with the device lock.
@@ -24,6 +26,8 @@ from cuda_agent.cluster.pool import (
     run_worker_task,
     with_retries,
 )
+from cuda_agent.core.locks import device_lock_path
+from cuda_agent.core.paths import ensure_dir
 from cuda_agent.core.types import EvalResult
 from cuda_agent.evaluator.pipeline import execute, prepare
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
@@ -54,6 +58,7 @@ class LocalPool(EvalPool):
         retries: int = 1,
         worker_slots: int = 1,
         allow_unsandboxed: bool = False,
+        jobs_per_device: int = 1,
     ) -> None:
         self.backend = backend
         self.isolation = prewarm(backend, allow_unsandboxed)  # before any thread starts
@@ -63,8 +68,10 @@ class LocalPool(EvalPool):
             raise RuntimeError("the cuda backend needs at least one visible GPU")
         self._devices = list(devices)
         self._free: queue.Queue[str] = queue.Queue()
-        for device in self._devices:
-            self._free.put(device)
+        self.jobs_per_device = max(1, jobs_per_device)
+        for _ in range(self.jobs_per_device):
+            for device in self._devices:
+                self._free.put(device)
         self._task_slots: queue.Queue[str] = queue.Queue()
         for _ in range(max(1, worker_slots)):
             for device in self._devices:
@@ -127,7 +134,7 @@ class LocalPool(EvalPool):
                 with self._lock:
                     self._running[device] += 1
                     self.busy[device] = max(self.busy[device], self._running[device])
-                result = execute(prepared, moved, env_extra=self._env(device))
+                result = execute(prepared, moved, self._env(device), self._turns_file(device))
                 result.details["pool_device"] = device
                 return result
             finally:
@@ -136,6 +143,15 @@ class LocalPool(EvalPool):
                 self._free.put(device)
 
         return with_retries(attempt, job.problem.id, self.backend, self.retries)
+
+    def _turns_file(self, device: str) -> str:
+        """The device's lock file when jobs share it (its workers take turns), else none."""
+        if self.jobs_per_device == 1:
+            return ""
+        path = device_lock_path(self.backend, self._env(device).get("CUDA_VISIBLE_DEVICES"))
+        ensure_dir(path.parent)
+        path.touch(exist_ok=True)
+        return str(path)
 
     def _env(self, device: str) -> dict[str, str]:
         if self.backend != "cuda":

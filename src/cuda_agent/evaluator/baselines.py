@@ -63,6 +63,7 @@ def compile_baseline(
     opts: EvalOptions,
     scratch: Path,
     env_extra: dict[str, str] | None = None,
+    device_lock: str = "",
 ) -> CompileBaseline:
     key = cache_key(problem, device, opts)
     path = baselines_dir() / f"{key}.json"
@@ -93,6 +94,7 @@ def compile_baseline(
         precision=opts.precision,
         profile=opts.profile,
         timing=opts.timing,
+        lock_path=device_lock,
     )
     env = worker_env(
         {

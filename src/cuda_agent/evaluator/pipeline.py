@@ -119,11 +119,16 @@ def prepare(
 
 
 def execute(
-    prepared: Prepared, progress: Progress | None = None, env_extra: dict[str, str] | None = None
+    prepared: Prepared,
+    progress: Progress | None = None,
+    env_extra: dict[str, str] | None = None,
+    device_lock: str = "",
 ) -> EvalResult:
     """The device stages: the candidate's worker, the compile baseline, the reward.
 
     ``env_extra`` is added to the workers' environment (a pool pins a GPU with it).
+    ``device_lock``: the GPU's lock file when the pool runs several jobs on it; each worker
+    then holds it for its device work (``worker/device_turn.py``).
     """
     result, opts = prepared.result, prepared.opts
     if prepared.error is not None:
@@ -145,6 +150,7 @@ def execute(
             notify,
             env,
             prepared.known_build_failures,
+            device_lock,
         )
         stage_times["worker"] = round(time.monotonic() - started, 3)
         error = _absorb_worker(result, outcome)
@@ -152,7 +158,9 @@ def execute(
         if error is None and "compile" in opts.baselines and result.correct:
             started = time.monotonic()
             notify("baseline", "torch.compile baseline")
-            _add_compile_baseline(result, prepared.problem, opts, scratch / "baseline", env_extra)
+            _add_compile_baseline(
+                result, prepared.problem, opts, scratch / "baseline", env_extra, device_lock
+            )
             stage_times["baseline"] = round(time.monotonic() - started, 3)
         if error is None and opts.shapes and result.correct:
             started = time.monotonic()
@@ -161,7 +169,9 @@ def execute(
                 opts,
                 prepared.seed,
                 result,
-                lambda problem, o: execute(prepare(problem, prepared.solution, o), None, env_extra),
+                lambda problem, o: execute(
+                    prepare(problem, prepared.solution, o), None, env_extra, device_lock
+                ),
                 notify,
                 env_extra,
             )
@@ -247,6 +257,7 @@ def _run_candidate(
     notify: Progress,
     env: dict[str, str],
     known_build_failures: dict[str, str],
+    device_lock: str = "",
 ) -> WorkerOutcome:
     prebuilt = None
     if solution.kind is SolutionKind.WORKDIR and builds and builds[0].module_path:
@@ -273,6 +284,7 @@ def _run_candidate(
         profile=opts.profile,
         timing=opts.timing,
         problem_lint=problem_lint.lint_wanted(problem, opts),
+        lock_path=device_lock,
     )
     labels = {"load": "loading", "verify": "verifying", "time": "timing", "profile": "profiling"}
 
@@ -346,6 +358,7 @@ def _absorb_worker(result: EvalResult, outcome: WorkerOutcome) -> StageError | N
         "kernels",
         "profile",
         "worker_phases_s",
+        "device_turns_given_up",
         "precision",
         "notes",
         "weight_probe",
@@ -371,8 +384,10 @@ def _add_compile_baseline(
     opts: EvalOptions,
     scratch: Path,
     env_extra: dict[str, str] | None,
+    device_lock: str = "",
 ) -> None:
-    baseline = compile_baseline(problem, result.details.get("device", {}), opts, scratch, env_extra)
+    device = result.details.get("device", {})
+    baseline = compile_baseline(problem, device, opts, scratch, env_extra, device_lock)
     result.details["compile_baseline"] = {
         "cached": baseline.cached,
         "ratio": baseline.ratio,

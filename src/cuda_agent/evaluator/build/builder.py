@@ -129,11 +129,14 @@ def build_extension(
     timeout_s: float = 600.0,
     jobs: int | None = None,
     layout: str = "auto",
+    cached_only: bool = False,
 ) -> BuildResult:
     """Build ``spec`` (or fetch it from the cache). Never raises for a candidate's mistake.
 
     ``layout`` is for tests and benchmarks: ``"auto"`` (light where it applies, stock when
     the light text fails), ``"light"`` (light where it applies, no fallback) or ``"stock"``.
+    ``cached_only``: return the cached module if there is one, else at once (``ok`` False,
+    no ``error``) without compiling anything.
     """
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}")
@@ -173,6 +176,9 @@ def build_extension(
     if usable(final):
         _cache_hit(result, final)
         result.objects_cached = len(units)
+        result.seconds = time.monotonic() - start
+        return result
+    if cached_only:
         result.seconds = time.monotonic() - start
         return result
     if shared.exists() and final == shared:

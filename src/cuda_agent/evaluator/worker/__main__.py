@@ -56,8 +56,10 @@ def main() -> int:
             result = run_check_problem(request)
         elif request.mode == "baseline_compile":
             from cuda_agent.evaluator.worker.baseline import run_baseline_compile
+            from cuda_agent.evaluator.worker.device_turn import holding
 
-            result = run_baseline_compile(request)
+            with holding(request.lock_path):  # a shared GPU: one job's device work at a time
+                result = run_baseline_compile(request)
         elif request.mode == "synth_check":
             from cuda_agent.evaluator.worker.synth_check import run_synth_check
 

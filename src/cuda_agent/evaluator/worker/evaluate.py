@@ -30,6 +30,7 @@ from typing import Any
 
 import torch
 
+from cuda_agent.evaluator.worker import device_turn
 from cuda_agent.evaluator.worker.candidate import (
     CandidateFailure,
     Instance,
@@ -113,8 +114,13 @@ def run_evaluate(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
         "notes": [],
     }
     phases = Phases()
+    given_up = 0  # times the shared GPU was left to another job while this one compiled
     try:
-        _evaluate(req, channel, result, phases)
+        with device_turn.holding(req.lock_path) as turn:
+            try:
+                _evaluate(req, channel, result, phases)
+            finally:
+                given_up = turn.given_up
     except Verdict as v:
         result["error"] = {"stage": v.stage, "message": str(v)}
         result["flags"].extend(f for f in v.flags if f not in result["flags"])
@@ -126,6 +132,8 @@ def run_evaluate(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
     if result.get("error", {}).get("stage") == "build":
         result["compiled"] = False
     result["worker_phases_s"] = phases.seconds
+    if given_up:
+        result["device_turns_given_up"] = given_up
     return result
 
 
@@ -169,6 +177,7 @@ def _evaluate(
         roots=private_temp_roots(root),
         known_failures=req.known_build_failures,
     )
+    device_turn.current().mark_baseline()
     shim.install()
     try:
         _candidate_stages(

@@ -32,6 +32,7 @@ from typing import Any
 from cuda_agent.evaluator.build.builder import BuildResult, build_extension
 from cuda_agent.evaluator.build.inline import file_spec, inline_spec
 from cuda_agent.evaluator.build.spec import ExtensionSpec, FlagError
+from cuda_agent.evaluator.worker import device_turn
 
 
 class Diagnosed:
@@ -172,7 +173,10 @@ class BuildShim:
         key = failure_key(spec)
         if key in self._failed:
             raise self._failed_build(spec.name, self._failed[key])
-        result = build_extension(spec, timeout_s=self.timeout_s)
+        result = build_extension(spec, timeout_s=self.timeout_s, cached_only=True)
+        if not result.ok:  # to be compiled: a shared GPU is left to others meanwhile
+            with device_turn.current().compiling(_synchronize):
+                result = build_extension(spec, timeout_s=self.timeout_s)
         self.builds.append(result)
         if not result.ok or result.module_path is None:
             self._failed[key] = result.error or "build failed"
@@ -195,6 +199,14 @@ class BuildShim:
 
         cpp_extension.load_inline = self.load_inline
         cpp_extension.load = self.load
+
+
+def _synchronize() -> None:
+    """Wait for the candidate's queued device work (before the GPU is left to another job)."""
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
 
 
 def private_temp_roots(root: Path) -> list[Path]:

@@ -1,0 +1,62 @@
+"""LocalPool with two jobs per device: workers take turns, and a run-time compile is off-turn."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+from cuda_agent.cluster.local import LocalPool
+from cuda_agent.cluster.pool import EvalJob
+from cuda_agent.problems.sets import resolve_problem
+from cuda_agent.solutions.loader import load_solution
+from tests.helpers import TEST_OPS_CPP, TEST_OPS_FUNCTIONS, fast_options, relu_solution
+
+# the source is not a compile-time constant, so the extension is built inside the worker;
+# TOKEN makes it new to the build cache, so it is compiled there
+RUN_TIME_BUILD = f"""
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+SOURCE = r'''{TEST_OPS_CPP}'''.replace("@unused@", "") + "// TOKEN"
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ops = load_inline(name="ca_test_ops", cpp_sources=SOURCE,
+                               functions={TEST_OPS_FUNCTIONS!r})
+
+    def forward(self, x):
+        return self.ops.relu_ok(x)
+"""
+
+
+def test_two_jobs_share_a_device_and_compile_off_turn(tmp_path: Path) -> None:
+    built_at_run_time = tmp_path / "run_time.py"
+    built_at_run_time.write_text(RUN_TIME_BUILD.replace("TOKEN", secrets.token_hex(8)))
+    built_ahead = relu_solution(tmp_path, "return ops.relu_ok(x)", name="ahead.py")
+    problem = resolve_problem("relu", "small")
+    with LocalPool("cpu", devices=["cpu0"], jobs_per_device=2) as pool:
+        futures = [
+            pool.submit(EvalJob(problem, load_solution(path), fast_options()))
+            for path in (built_at_run_time, built_ahead)
+        ]
+        results = [f.result(timeout=900) for f in futures]
+    run_time, ahead = results
+    assert run_time.correct and ahead.correct, (run_time.error, ahead.error)
+    assert run_time.details.get("builds"), "the extension was not built inside the worker"
+    assert run_time.details.get("device_turns_given_up") == 1
+    assert "device_turns_given_up" not in ahead.details
+    assert {r.details["pool_device"] for r in results} == {"cpu0"}
+
+
+def test_one_job_per_device_by_default_never_gives_a_turn_up(tmp_path: Path) -> None:
+    path = tmp_path / "run_time.py"
+    path.write_text(RUN_TIME_BUILD.replace("TOKEN", secrets.token_hex(8)))
+    with LocalPool("cpu", devices=["cpu0"]) as pool:
+        result = pool.submit(
+            EvalJob(resolve_problem("relu", "small"), load_solution(path), fast_options())
+        ).result(timeout=900)
+    assert result.correct, result.error
+    assert "device_turns_given_up" not in result.details

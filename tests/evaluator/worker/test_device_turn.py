@@ -1,0 +1,89 @@
+"""DeviceTurn: a worker's turn on a shared device, given up only for a safe compile."""
+
+from __future__ import annotations
+
+import fcntl
+import gc
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from cuda_agent.evaluator.worker.device_turn import DeviceTurn, current, holding
+
+
+@pytest.fixture
+def lock_file(tmp_path: Path) -> Path:
+    path = tmp_path / "cuda-0.lock"
+    path.touch()
+    return path
+
+
+def free(path: Path) -> bool:
+    """Whether another holder (another open file description) could take the lock now."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)  # closing drops a lock taken here
+    return True
+
+
+def test_held_for_the_request_and_given_up_only_while_compiling(lock_file: Path) -> None:
+    synced: list[bool] = []
+    with holding(str(lock_file)) as turn:
+        assert current() is turn and turn.held and not free(lock_file)
+        turn.mark_baseline()
+        with turn.compiling(lambda: synced.append(True)) as given_up:
+            assert given_up and free(lock_file)
+        assert synced == [True]  # the device was synchronised before it was left
+        assert not free(lock_file) and turn.given_up == 1
+    assert free(lock_file) and not current().held
+
+
+def test_kept_while_the_candidate_runs_a_thread(lock_file: Path) -> None:
+    stop = threading.Event()
+    with holding(str(lock_file)) as turn:
+        turn.mark_baseline()
+        thread = threading.Thread(target=stop.wait, daemon=True)  # the candidate's own
+        thread.start()
+        try:
+            with turn.compiling(lambda: None) as given_up:
+                assert not given_up and not free(lock_file)
+        finally:
+            stop.set()
+            thread.join(timeout=5)
+        assert turn.given_up == 0
+
+
+def test_kept_while_a_hook_could_run_candidate_code(lock_file: Path) -> None:
+    def hook(phase: str, info: dict[str, object]) -> None:
+        pass
+
+    with holding(str(lock_file)) as turn:
+        turn.mark_baseline()
+        gc.callbacks.append(hook)
+        try:
+            with turn.compiling(lambda: None) as given_up:
+                assert not given_up and not free(lock_file)
+        finally:
+            gc.callbacks.remove(hook)
+        with turn.compiling(lambda: None) as given_up:
+            assert given_up and not gc.isenabled()  # no finaliser runs off the turn
+        assert gc.isenabled()
+
+
+def test_never_given_up_before_the_baseline_is_known(lock_file: Path) -> None:
+    with DeviceTurn(str(lock_file)) as turn, turn.compiling(lambda: None) as given_up:
+        assert not given_up and not free(lock_file)
+
+
+def test_without_a_lock_file_everything_is_a_no_op() -> None:
+    with holding("") as turn:
+        turn.mark_baseline()
+        with turn.compiling(lambda: pytest.fail("no device to synchronise")) as given_up:
+            assert not given_up
+    assert turn.given_up == 0
