@@ -43,6 +43,9 @@ def test_two_jobs_share_a_device_and_compile_off_turn(tmp_path: Path) -> None:
             for path in (built_at_run_time, built_ahead)
         ]
         results = [f.result(timeout=900) for f in futures]
+        # waiting for the other job's turn never times a job out: its deadlines grow
+        longer = pool._shared_deadlines(fast_options())
+        assert longer.worker_timeout_s == 2 * fast_options().worker_timeout_s
     run_time, ahead = results
     assert run_time.correct and ahead.correct, (run_time.error, ahead.error)
     assert run_time.details.get("builds"), "the extension was not built inside the worker"
@@ -58,5 +61,6 @@ def test_one_job_per_device_by_default_never_gives_a_turn_up(tmp_path: Path) -> 
         result = pool.submit(
             EvalJob(resolve_problem("relu", "small"), load_solution(path), fast_options())
         ).result(timeout=900)
+        assert pool._shared_deadlines(fast_options()) == fast_options()
     assert result.correct, result.error
     assert "device_turns_given_up" not in result.details

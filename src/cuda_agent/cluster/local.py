@@ -13,6 +13,7 @@ device; they serialise their own timing with the device lock.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import queue
 import threading
@@ -29,6 +30,7 @@ from cuda_agent.cluster.pool import (
 from cuda_agent.core.locks import device_lock_path
 from cuda_agent.core.paths import ensure_dir
 from cuda_agent.core.types import EvalResult
+from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import execute, prepare
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
 
@@ -122,10 +124,12 @@ class LocalPool(EvalPool):
         def moved(stage: str, _text: str) -> None:
             self.board.move(ident, stage)
 
+        options = self._shared_deadlines(job.options)
+
         def attempt() -> EvalResult:
             self.board.move(ident, "build-wait")
             with self._builds:
-                prepared = prepare(job.problem, job.solution, job.options, moved)
+                prepared = prepare(job.problem, job.solution, options, moved)
             if prepared.error is not None:
                 return execute(prepared)
             self.board.move(ident, "device-wait")
@@ -143,6 +147,19 @@ class LocalPool(EvalPool):
                 self._free.put(device)
 
         return with_retries(attempt, job.problem.id, self.backend, self.retries)
+
+    def _shared_deadlines(self, options: EvalOptions) -> EvalOptions:
+        """A worker sharing its GPU may wait for the others' turns (each up to its own
+        deadline) before and during its own: its deadlines grow by that factor, so waiting
+        never times a job out. What is measured is unchanged."""
+        if self.jobs_per_device == 1:
+            return options
+        factor = self.jobs_per_device
+        return dataclasses.replace(
+            options,
+            worker_timeout_s=options.worker_timeout_s * factor,
+            baseline_timeout_s=options.baseline_timeout_s * factor,
+        )
 
     def _turns_file(self, device: str) -> str:
         """The device's lock file when jobs share it (its workers take turns), else none."""
