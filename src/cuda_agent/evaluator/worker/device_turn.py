@@ -27,7 +27,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 
-from cuda_agent.evaluator.worker.guards import child_process_count, thread_count
+from cuda_agent.evaluator.worker.census import child_process_count, thread_count
 
 
 class DeviceTurn:

@@ -38,17 +38,16 @@ from cuda_agent.evaluator.worker.candidate import (
     import_candidate,
     instantiate,
 )
+from cuda_agent.evaluator.worker.census import child_process_count, thread_count
 from cuda_agent.evaluator.worker.compare import compare
 from cuda_agent.evaluator.worker.device import Device, make_device
 from cuda_agent.evaluator.worker.guards import (
     FunctionIdentities,
     GlobalState,
     OpRecorder,
-    child_process_count,
     forbidden_ops,
     prime_recorder,
     set_compile_disabled,
-    thread_count,
 )
 from cuda_agent.evaluator.worker.kernels import (
     busy_us,

@@ -9,12 +9,10 @@
   candidate code rebinds one (``torch.allclose = ...``), it is flagged.
 * ``OpRecorder`` is a ``TorchDispatchMode``: it sees every ATen op the candidate issues, from
   Python or from C++ through the dispatcher, and ``check_policy`` judges them.
-* ``thread_count`` reads ``/proc/self/task`` to notice work left running after a call returns.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections import Counter
 from typing import Any
@@ -273,22 +271,3 @@ def forbidden_ops(ops: Counter[str], policy: str) -> list[str]:
             continue
         bad.append(op)
     return sorted(bad)
-
-
-def child_process_count() -> int:
-    """Live child processes of this process (``/proc/self/task/*/children``), or -1."""
-    total = 0
-    try:
-        for task in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{task}/children") as handle:
-                total += len(handle.read().split())
-    except OSError:
-        return -1
-    return total
-
-
-def thread_count() -> int:
-    try:
-        return len(os.listdir("/proc/self/task"))
-    except OSError:
-        return -1
