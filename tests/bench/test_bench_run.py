@@ -47,6 +47,7 @@ def test_local_pool_bench_and_resume(solutions: Path, tmp_path: Path) -> None:
     assert all(by_id[pid].correct for pid in IDS[:3])
     assert by_id["row_sum"].result["error"]["message"] == "no solution for this problem"
     assert {by_id[pid].result["details"].get("pool_device") for pid in IDS[:3]} <= {"cpu0", "cpu1"}
+    assert json.loads((out / "run.json").read_text())["jobs_per_device"] == 1
 
     lines = (out / RESULTS_FILE).read_text().splitlines()
     (out / RESULTS_FILE).write_text("\n".join(lines[:2]) + "\n" + lines[2][:20])  # torn write

@@ -71,6 +71,7 @@ def run_solutions(
             "backend": options.backend,
             "problems": len(problems),
             "devices": pool.devices,
+            "jobs_per_device": getattr(pool, "jobs_per_device", 1),
             "policy": options.policy,
         },
     )
@@ -124,6 +125,7 @@ def run_agent(
             "backend": options.backend,
             "problems": len(problems),
             "devices": pool.devices,
+            "jobs_per_device": getattr(pool, "jobs_per_device", 1),
         },
     )
 

@@ -75,7 +75,8 @@ def run_command(
     jobs_per_gpu: int = typer.Option(
         1,
         "--jobs-per-gpu",
-        help="Evaluations sharing each device, taking turns (run-time compiles off the turn).",
+        help="Evaluations sharing each device, taking turns (run-time compiles off the turn); "
+        "for verdicts in bulk, not for timing.",
     ),
 ) -> None:
     """Evaluate every problem of the set; progress shows live pass / faster counts (a bar on a
@@ -99,6 +100,12 @@ def run_command(
         check_target(export_best)  # before the run, not after it
     if jobs_per_gpu < 1:
         raise ConfigError(f"--jobs-per-gpu {jobs_per_gpu}: must be at least 1")
+    if jobs_per_gpu > 1:
+        err_console.print(
+            f"note: --jobs-per-gpu {jobs_per_gpu}: for verdicts in bulk; the other jobs' "
+            "CPU work runs beside each timing, so absolute times may read high (run.json says "
+            "jobs_per_device); time with the default 1 (docs/benchmarking.md)"
+        )
     pool = make_pool(
         chosen, workers, ray, build_workers=build_workers, jobs_per_device=jobs_per_gpu
     )
