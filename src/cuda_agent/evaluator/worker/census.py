@@ -30,3 +30,22 @@ def thread_count() -> int:
         return len(os.listdir("/proc/self/task"))
     except OSError:
         return -1
+
+
+def newest_thread_names(count: int) -> str:
+    """The names (``comm``) of this process's ``count`` newest threads, as ``name x N, ...``.
+
+    Thread ids grow as threads start, so the highest ids are the newest: when threads were
+    started during a call, these are they. Names tell a library's pool (cuDNN, OpenMP, inductor's
+    compile workers) from a thread the candidate started. Empty when ``/proc`` cannot be read.
+    """
+    try:
+        tids = sorted((int(t) for t in os.listdir("/proc/self/task")), reverse=True)[:count]
+        names: dict[str, int] = {}
+        for tid in tids:
+            with open(f"/proc/self/task/{tid}/comm") as handle:
+                name = handle.read().strip()
+            names[name] = names.get(name, 0) + 1
+    except (OSError, ValueError):
+        return ""
+    return ", ".join(f"{name} x {n}" for name, n in sorted(names.items(), key=lambda kv: -kv[1]))

@@ -38,7 +38,11 @@ from cuda_agent.evaluator.worker.candidate import (
     import_candidate,
     instantiate,
 )
-from cuda_agent.evaluator.worker.census import child_process_count, thread_count
+from cuda_agent.evaluator.worker.census import (
+    child_process_count,
+    newest_thread_names,
+    thread_count,
+)
 from cuda_agent.evaluator.worker.compare import compare
 from cuda_agent.evaluator.worker.device import Device, make_device
 from cuda_agent.evaluator.worker.guards import (
@@ -563,10 +567,11 @@ def _integrity(
         )
     threads = thread_count()
     if threads_before > 0 and threads > threads_before:
+        names = newest_thread_names(threads - threads_before)
         raise Verdict(
             "verify",
             f"{threads - threads_before} thread(s) were started {where} and "
-            "are still alive; do all work inside the call",
+            f"are still alive ({names or 'names unknown'}); do all work inside the call",
             ["threads_started"],
         )
 
