@@ -39,6 +39,10 @@
 #                                    eval wall time, the export timed back to back, the cuDNN
 #                                    thread test, three CUDA-L1 solutions re-evaluated (carry
 #                                    gpu-runs); one nvidia-h200 call
+#   bash benchmarks/gpu_suite.sh R   what 2026-11-30's night left owed (issue 15): single eval wall
+#                                    time after the CLI stopped importing torch, the cuDNN-threads
+#                                    GPU test (its message names the threads), and HardTanh timed
+#                                    with one and with three jobs per GPU; one nvidia-h200 call
 #   bash benchmarks/gpu_suite.sh compat   the KernelBench compatibility suite (nvidia-h200-x2):
 #                                    CUDA-L1's solutions (sets $COMPAT_SETS, default "h20 a100")
 #                                    through ours on GPU 0 and KernelBench's evaluator on GPU 1,
@@ -350,6 +354,33 @@ Q)
       --baselines eager --json 2>/dev/null |
       python3 -c "import json,sys; r=json.load(sys.stdin); print('$case', r['correct'], r['flags'], (r.get('error') or {}).get('message', '')[:160])"
   done
+  ;;
+R)
+  nvidia-smi -L
+  CUDA_VISIBLE_DEVICES=0 timeout 170 python3 benchmarks/eval_cli_latency.py --backend cuda \
+    --runs 3 2>"$OUT/eval_cli.err" | tee "$OUT/eval_cli.txt"
+  CUDA_VISIBLE_DEVICES=0 timeout 150 python3 -m pytest -q -p no:cacheprovider -m gpu -rfEs \
+    tests/gpu/test_cuda_pipeline.py -k cudnn 2>&1 | tail -12
+  # timing beside other jobs: the corpus's one correct solution, alone and with --jobs-per-gpu 3
+  # (needs gpu-runs/compat/h20 carried)
+  set_dir=gpu-runs/compat/h20
+  if [ -d "$set_dir/problems" ]; then
+    mkdir -p /tmp/r-sols
+    cp "$set_dir"/solutions/L1_3[0-9]_*.py /tmp/r-sols/ 2>/dev/null
+    for jobs in 1 3; do
+      CUDA_VISIBLE_DEVICES=0 timeout 200 python3 -m cuda_agent bench run --problems \
+        "$set_dir/problems" --levels 1 --solutions /tmp/r-sols --backend cuda --policy kernelbench \
+        --baselines eager --jobs-per-gpu $jobs --out "/tmp/r-run-$jobs" >"$OUT/r-run-$jobs.log" 2>&1
+      python3 -c "
+import json, sys
+for line in open('/tmp/r-run-$jobs/results.jsonl'):
+    r = json.loads(line)['result']
+    if r['correct']:
+        print('jobs $jobs', r['problem_id'], round(r['runtime_us'], 2), round(r['eager_us'], 2))"
+    done
+  else
+    echo "no $set_dir (carry gpu-runs)"
+  fi
   ;;
 compat)
   nvidia-smi -L
