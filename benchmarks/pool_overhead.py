@@ -4,16 +4,16 @@ Usage: python benchmarks/pool_overhead.py [--backend cpu] [--jobs 12] [--problem
            [--size small] [--solution PATH] [--cpus N] [--json OUT]
 
 One evaluation, repeated: the bundled problem ``--problem`` with an example solution (by default
-``examples/relu/<backend>.py``, built once in another process before anything is timed, so
-every job finds its build cached and this process is as cold as a fresh command: what is left
-is the pool). Short timing (a few rounds), eager baseline, a spare worker kept per device,
-one device in each pool (a CPU slot, or GPU 0 / one actor's GPU). For each pool (LocalPool, then RayPool on a local Ray
-started here): the pool's start (RayPool: ``ray.init`` and the actors ready), the first job
-(the device process starts its first worker), ``--jobs`` jobs one after another (latency) and
-``--jobs`` jobs at once (throughput); the overhead is a job's wall time less the time its
-evaluation worker reports (``worker_phases_s``). Then RayPool's parts on their own: a round trip
-to an actor that does nothing, the build step as a Ray task against in-process, and the built
-modules a job carries to its actor (bytes, and the time to ship them there and back).
+``examples/relu/<backend>.py``, built once in another process before anything is timed, so every
+job finds its build cached and this process is as cold as a fresh command: what is left is the
+pool). Short timing (a few rounds), eager baseline, a spare worker kept per device, one device
+in each pool (a CPU slot, or GPU 0 / one actor's GPU). For each pool (LocalPool, then RayPool on
+a local Ray started here): the pool's start (RayPool: ``ray.init`` and the actors ready), the
+first job (the device process starts its first worker), ``--jobs`` jobs one after another
+(latency) and ``--jobs`` jobs at once (throughput); the overhead is a job's wall time less the
+time its evaluation worker reports (``worker_phases_s``). Then RayPool's parts on their own: a
+round trip to an actor that does nothing, the build step as a Ray task against in-process, and
+the built modules a job carries to its actor (bytes, and the time to ship them there and back).
 
 It measures; it changes nothing. Figures go to docs/benchmarking.md (Ray section).
 """

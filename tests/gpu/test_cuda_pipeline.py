@@ -313,9 +313,10 @@ def test_persisting_l2_window_earns_nothing(tmp_path: Path) -> None:
 
 
 def test_cudnn_benchmark_threads_are_not_the_candidates(tmp_path: Path) -> None:
-    """cuDNN's autotuner leaves host threads behind on its first benchmarked convolution; a
-    policy that allows ``cudnn.benchmark`` must not flag them as ``threads_started`` (54
-    CUDA-L1 solutions were, on the H200), while a thread the candidate starts still is."""
+    """A policy that allows ``cudnn.benchmark`` must not flag a solution that sets it as
+    ``threads_started`` (CUDA-L1's were, on the H200: cores - 1 threads, started when the
+    harness set every switch back, ``torch.set_num_threads`` included; see
+    tests/evaluator/test_host_thread_pool.py), while a thread the candidate starts still is."""
     model_new = (
         "import threading, time\nimport torch\nimport torch.nn as nn\n\n"
         "class ModelNew(nn.Module):\n"

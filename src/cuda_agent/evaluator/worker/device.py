@@ -15,6 +15,22 @@ from typing import Any
 
 import torch
 
+# Elements of one parallel CPU op that gives every intra-op thread a share (torch's parallel
+# grain is 32,768 elements: 2**22 / 2**15 = 128 threads at most)
+_POOL_START_ELEMENTS = 1 << 22
+
+
+def start_intra_op_pool() -> None:
+    """Start torch's intra-op thread pool now, so that later thread counts include it.
+
+    The pool (``torch.get_num_threads() - 1`` threads, 15 on a 16-core host) starts on a
+    process's first parallel CPU op. On a GPU that op may be the candidate's, and its threads
+    then look like threads the candidate started (``threads_started``). Nothing runs on the
+    pool between parallel ops, so a pool that exists from the start hides no work.
+    """
+    if torch.get_num_threads() > 1:
+        torch.ones(_POOL_START_ELEMENTS).add_(1.0)
+
 
 class Device:
     name = "abstract"
@@ -45,6 +61,7 @@ class CpuDevice(Device):
     def __init__(self, threads: int = 1) -> None:
         super().__init__()
         torch.set_num_threads(max(1, threads))
+        start_intra_op_pool()
         self._flush_buffer: torch.Tensor | None = None
 
     def flush_cache(self) -> None:
@@ -88,6 +105,7 @@ class CudaDevice(Device):
         self._start = torch.cuda.Event(enable_timing=True)
         self._end = torch.cuda.Event(enable_timing=True)
         self._cudart = _load_cudart()
+        start_intra_op_pool()  # torch's default thread count is left as is on a GPU
 
     def factory_context(self) -> AbstractContextManager[Any]:
         return self.torch_device

@@ -170,7 +170,6 @@ def _evaluate(
     set_compile_disabled(policy.compile_disabled)
     state = GlobalState(policy.tolerated_switches)
     identities = FunctionIdentities()
-    _start_cudnn_autotuner(ref, device, policy)
 
     root = Path(req.solution_root)
     shim = BuildShim(
@@ -198,34 +197,6 @@ def _evaluate(
                 "switch was restored after every call (the reference and the baselines run "
                 "with the pinned settings)",
             )
-
-
-CUDNN_MODULES = (torch.nn.modules.conv._ConvNd, torch.nn.RNNBase)
-
-
-def _start_cudnn_autotuner(ref: Reference, device: Device, policy: PolicyRules) -> None:
-    """Start cuDNN's autotuning machinery before any thread is counted.
-
-    The first convolution benchmarked under ``torch.backends.cudnn.benchmark`` leaves host
-    threads running (31 on a 32-core H200 host: every one of the 54 CUDA-L1 solutions flagged
-    ``threads_started`` set that switch, none started a thread itself). A policy that lets
-    ModelNew turn the switch on must not then count those threads as the candidate's, so the
-    harness runs the reference once with the switch on (problems with convolutions or RNNs,
-    cuda only) and turns it off again; threads the candidate starts are still counted.
-    """
-    if device.name != "cuda" or "cudnn_benchmark" not in policy.tolerated_switches:
-        return
-    if not any(isinstance(m, CUDNN_MODULES) for m in ref.model.modules()):
-        return
-    before = torch.backends.cudnn.benchmark
-    torch.backends.cudnn.benchmark = True
-    try:
-        _call(ref.model, clone_nested(ref.verify_sets[0]))
-        device.synchronize()
-    except Exception:  # a warm-up only: the verdict is the candidate's, never decided here
-        torch.cuda.empty_cache()
-    finally:
-        torch.backends.cudnn.benchmark = before
 
 
 def _candidate_stages(

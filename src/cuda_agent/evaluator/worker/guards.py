@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -157,20 +158,37 @@ class GlobalState:
         return [k for k in differing if k not in self.tolerated]
 
     def restore(self) -> None:
-        v = self.values
-        torch.set_default_dtype(getattr(torch, v["default_dtype"].replace("torch.", "")))
-        torch.set_float32_matmul_precision(v["matmul_precision"])
-        torch.use_deterministic_algorithms(v["deterministic"])
-        torch.set_num_threads(v["num_threads"])
-        torch.set_grad_enabled(v["grad_enabled"])
-        torch.backends.cuda.matmul.allow_tf32 = v["cuda_matmul_tf32"]
-        torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = v["cuda_fp16_reduced"]
-        torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = v["cuda_bf16_reduced"]
-        torch.backends.cudnn.enabled = v["cudnn_enabled"]
-        torch.backends.cudnn.allow_tf32 = v["cudnn_tf32"]
-        torch.backends.cudnn.benchmark = v["cudnn_benchmark"]
-        torch.backends.cudnn.deterministic = v["cudnn_deterministic"]
-        set_compile_disabled(v["compile_disabled"])
+        """Set back each switch that differs from the snapshot, and only those.
+
+        A switch that did not change is not set again: ``torch.set_num_threads`` starts
+        threads when called (``num_threads - 1`` on a fresh process, 15 on a 16-core host),
+        which the next thread count would blame on the candidate.
+        """
+        now = self.read()
+        for name, value in self.values.items():
+            if now.get(name) != value:
+                _SETTERS[name](value)
+
+
+_SETTERS: dict[str, Callable[[Any], object]] = {
+    "default_dtype": lambda v: torch.set_default_dtype(getattr(torch, v.replace("torch.", ""))),
+    "matmul_precision": torch.set_float32_matmul_precision,
+    "deterministic": torch.use_deterministic_algorithms,
+    "num_threads": torch.set_num_threads,
+    "grad_enabled": lambda v: torch.set_grad_enabled(v),
+    "cuda_matmul_tf32": lambda v: setattr(torch.backends.cuda.matmul, "allow_tf32", v),
+    "cuda_fp16_reduced": lambda v: setattr(
+        torch.backends.cuda.matmul, "allow_fp16_reduced_precision_reduction", v
+    ),
+    "cuda_bf16_reduced": lambda v: setattr(
+        torch.backends.cuda.matmul, "allow_bf16_reduced_precision_reduction", v
+    ),
+    "cudnn_enabled": lambda v: setattr(torch.backends.cudnn, "enabled", v),
+    "cudnn_tf32": lambda v: setattr(torch.backends.cudnn, "allow_tf32", v),
+    "cudnn_benchmark": lambda v: setattr(torch.backends.cudnn, "benchmark", v),
+    "cudnn_deterministic": lambda v: setattr(torch.backends.cudnn, "deterministic", v),
+    "compile_disabled": lambda v: set_compile_disabled(v),
+}
 
 
 def _dynamo_disabled() -> bool:
