@@ -6,7 +6,10 @@ The candidate has nothing to build (the problem's own reference renamed ModelNew
 as in the measurement that motivated the service (15.8 s on an H200). A first call warms the
 caches (the torch.compile baseline); then each mode runs ``--runs`` times. Alone, every call
 starts Python, imports the command, starts a worker (torch, CUDA context, dynamo) and
-evaluates. With the service, the call connects to a process that keeps a started worker ready.
+evaluates. With the service, the call connects to a process that keeps a started worker ready:
+"worker ready" waits before each call until the service reports its spare warmed up (as after
+an agent's turn, which takes longer than a worker's start); "back to back" leaves one second
+between calls, so a call may take a spare still warming up (its ``start s`` says how long).
 Prints the wall times, the worker's measured phases and where the rest went.
 """
 
@@ -58,65 +61,80 @@ def main() -> None:
     startup = time.monotonic() - start
     warm_wall, _ = timed(["--no-service"])  # fills the caches (compile baseline)
     rows = []
-    for mode, extra in (("alone (--no-service)", ["--no-service"]), ("with serve", [])):
-        server = None
-        if mode == "with serve":
-            # its log goes to a file: a pipe nobody reads fills and stops the service
-            server_log = (cache / "serve.log").open("w")
-            server = subprocess.Popen(
-                [*cli, "serve", "--backend", args.backend],
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=server_log,
-                text=True,
-            )
-            _wait_for_service(env)
-            time.sleep(2.0)  # its spare worker finishes its warm start
-        try:
+    modes = (
+        ("alone (--no-service)", ["--no-service"]),
+        ("serve, worker ready", []),
+        ("serve, back to back", []),
+    )
+    server = None
+    try:
+        for mode, extra in modes:
+            if mode.startswith("serve") and server is None:
+                # its log goes to a file: a pipe nobody reads fills and stops the service
+                server_log = (cache / "serve.log").open("w")
+                server = subprocess.Popen(
+                    [*cli, "serve", "--backend", args.backend],
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=server_log,
+                    text=True,
+                )
             for _ in range(args.runs):
+                waited = 0.0
+                if mode == "serve, worker ready":  # as after an agent's turn: the spare is up
+                    waited = _wait_for_ready_spare(env)
                 wall, result = timed(extra)
-                rows.append((mode, wall, result))
-                time.sleep(1.0)  # the replacement spare warms up, as between agent turns
-        finally:
-            if server is not None:
-                stop_start = time.monotonic()
-                server.terminate()
-                try:
-                    server.wait(timeout=60)
-                    print(f"serve stopped {time.monotonic() - stop_start:.1f} s after SIGTERM")
-                except subprocess.TimeoutExpired:
-                    print("serve did not stop within 60 s of SIGTERM: killed", file=sys.stderr)
-                    server.kill()
-                    server.wait()
+                rows.append((mode, wall, waited, result))
+                if mode == "serve, back to back":
+                    time.sleep(1.0)
+    finally:
+        if server is not None:
+            stop_start = time.monotonic()
+            server.terminate()
+            try:
+                server.wait(timeout=60)
+                print(f"serve stopped {time.monotonic() - stop_start:.1f} s after SIGTERM")
+            except subprocess.TimeoutExpired:
+                print("serve did not stop within 60 s of SIGTERM: killed", file=sys.stderr)
+                server.kill()
+                server.wait()
     print(
         f"cuda-agent --version (imports only): {startup:.2f} s; first eval (caches cold): "
         f"{warm_wall:.2f} s"
     )
-    print(f"{'mode':<22} {'wall s':>7} {'worker s':>9} {'phases s':>9} {'correct':>8}")
-    for mode, wall, result in rows:
-        stages = result["details"]["timings_s"]
-        phases = sum(result["details"].get("worker_phases_s", {}).values())
+    print(
+        "worker s: request sent -> result; of it, start s: the worker's own start-up still "
+        "running (0: a ready spare); waited s: before the call, for the service's spare"
+    )
+    header = f"{'mode':<22} {'wall s':>7} {'worker s':>9} {'start s':>8} {'phases s':>9}"
+    print(f"{header} {'waited s':>9} {'correct':>8}")
+    for mode, wall, waited, result in rows:
+        details = result["details"]
+        phases = sum(details.get("worker_phases_s", {}).values())
+        start_s = details.get("worker_start", {}).get("ready_after_s")
+        start_text = "-" if start_s is None else f"{start_s:.2f}"
         print(
-            f"{mode:<22} {wall:>7.2f} {stages.get('worker', 0):>9.2f} {phases:>9.2f} "
-            f"{result['correct']!s:>8}"
+            f"{mode:<22} {wall:>7.2f} {details['timings_s'].get('worker', 0):>9.2f} "
+            f"{start_text:>8} {phases:>9.2f} {waited:>9.2f} {result['correct']!s:>8}"
         )
-    for mode in ("alone (--no-service)", "with serve"):
-        walls = [w for m, w, _ in rows if m == mode]
+    for mode, _ in modes:
+        walls = [w for m, w, _, _ in rows if m == mode]
         print(f"median {mode}: {statistics.median(walls):.2f} s")
     shutil.rmtree(cache, ignore_errors=True)
 
 
-def _wait_for_service(env: dict[str, str], timeout_s: float = 300.0) -> None:
+def _wait_for_ready_spare(env: dict[str, str], timeout_s: float = 300.0) -> float:
+    """Seconds until the service answers with a spare worker done warming up."""
     code = (
-        "from cuda_agent.evaluator.service import service_info; "
-        "import sys; sys.exit(0 if service_info() else 1)"
+        "from cuda_agent.evaluator.service import service_info; import sys; "
+        "info = service_info(); sys.exit(0 if info and info.get('spares_ready') else 1)"
     )
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    start = time.monotonic()
+    while time.monotonic() < start + timeout_s:
         if subprocess.run([sys.executable, "-c", code], env=env).returncode == 0:
-            return
-        time.sleep(1.0)
-    raise SystemExit("the service did not start")
+            return time.monotonic() - start
+        time.sleep(0.5)
+    raise SystemExit("the service did not start, or its spare never became ready")
 
 
 if __name__ == "__main__":

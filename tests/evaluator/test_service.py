@@ -56,6 +56,37 @@ def test_evaluations_go_through_the_service_and_reuse_warm_workers(service: Eval
     assert "verify" in stages and "build" in stages
 
 
+def test_a_ready_spare_is_reported_and_taken_without_waiting(service: EvalService) -> None:
+    """The service says when its spare has finished warming up; an evaluation that comes then
+    takes it and waits for no start-up (``worker_start.ready_after_s`` 0.0)."""
+    import time
+
+    deadline = time.monotonic() + 180
+    info = service_info()
+    while info is not None and info["spares_ready"] < 1 and time.monotonic() < deadline:
+        time.sleep(0.5)
+        info = service_info()
+    assert info is not None and info["spares"] >= 1 and info["spares_ready"] >= 1, info
+    problem = resolve_problem("relu", "small")
+    solution = load_solution(examples_root() / "relu" / "cpu.py")
+    result = evaluate_remote(problem, solution, fast_options())
+    assert result is not None and result.correct, result and result.error
+    assert result.details["worker_start"] == {"source": "spare", "ready_after_s": 0.0}
+
+
+def test_a_fresh_worker_reports_its_start_up(tmp_path: Path) -> None:
+    """Without spares, the worker's own start-up is part of its seconds, and reported."""
+    from cuda_agent.evaluator.pipeline import evaluate
+
+    problem = resolve_problem("relu", "small")
+    solution = load_solution(examples_root() / "relu" / "cpu.py")
+    result = evaluate(problem, solution, fast_options(keep_spare_worker=False))
+    assert result.correct, result.error
+    start = result.details["worker_start"]
+    assert start["source"] == "fresh"
+    assert 0.0 < start["ready_after_s"] < result.details["timings_s"]["worker"], start
+
+
 def test_a_client_without_the_key_is_refused(service: EvalService) -> None:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.connect(str(socket_path()))

@@ -331,6 +331,12 @@ def spare_workers() -> SpareWorkers:
 
 def _absorb_worker(result: EvalResult, outcome: WorkerOutcome) -> StageError | None:
     result.details["isolation"] = outcome.isolation
+    # how much of the worker's seconds was its own start-up: a spare that had finished its
+    # warm start reads 0.0, one still warming (or a fresh worker) the seconds it took
+    result.details["worker_start"] = {
+        "source": outcome.source,
+        "ready_after_s": outcome.ready_after_s,
+    }
     record = outcome.record
     if record is None:
         stage = outcome.last_stage or "load"

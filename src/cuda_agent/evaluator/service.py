@@ -164,6 +164,7 @@ class EvalService:
         self._device_lock = threading.Lock()
         self._server: socketserver.ThreadingUnixStreamServer | None = None
         self._token = ""
+        self._env: dict[str, str] = {}
 
     def __enter__(self) -> EvalService:
         from cuda_agent.cluster.pool import prewarm
@@ -206,7 +207,21 @@ class EvalService:
         from cuda_agent.evaluator.pipeline import spare_workers
         from cuda_agent.evaluator.worker_process import worker_env
 
-        spare_workers().prime(self.backend, worker_env(), True, self.spare_depth)
+        # the environment every worker of this service gets: fixed at start, so the spares
+        # started now match the evaluations that come later (a spare is kept per environment)
+        self._env = worker_env()
+        spare_workers().prime(self.backend, self._env, True, self.spare_depth)
+
+    def _spares(self) -> dict[str, int]:
+        """``{"spares", "spares_ready"}``: started workers kept, and those done warming up
+        (an evaluation that takes a ready one does not wait for a worker's start)."""
+        from cuda_agent.evaluator.pipeline import spare_workers
+
+        spares = spare_workers()
+        return {
+            "spares": spares.waiting(self.backend, self._env, True),
+            "spares_ready": spares.ready(self.backend, self._env, True),
+        }
 
     def _handle(self, rfile: Any, wfile: Any) -> None:
         def send(message: dict[str, Any]) -> None:
@@ -230,6 +245,7 @@ class EvalService:
                     "pid": os.getpid(),
                     "served": self.served,
                     "isolation": self.isolation,
+                    **self._spares(),
                 }
             )
             return
@@ -263,7 +279,7 @@ class EvalService:
 
         prepared = prepare(problem, solution, opts, progress)
         with self._device_lock:
-            result = execute(prepared, progress)
+            result = execute(prepared, progress, env_extra=self._env)
         self.served += 1
         result.details["service"] = {"pid": os.getpid(), "served": self.served}
         return result

@@ -55,6 +55,10 @@ class WorkerOutcome:
     stderr_tail: str = ""
     events: list[dict[str, Any]] = field(default_factory=list)
     isolation: str = NONE
+    # where the worker came from ("spare" or "fresh") and how long after the request it said
+    # it had finished its warm start (0.0: it had already; None: it never said)
+    source: str = "fresh"
+    ready_after_s: float | None = None
 
     def death_reason(self) -> str:
         if self.timed_out:
@@ -288,6 +292,15 @@ class SpareWorkers:
         with self._lock:
             return len(self._spares.get(_env_key(backend, env, sandboxed), []))
 
+    def ready(self, backend: str, env: dict[str, str], sandboxed: bool = False) -> int:
+        """How many of this environment's spares have finished their warm start."""
+        with self._lock:
+            queue = self._spares.get(_env_key(backend, env, sandboxed), [])
+            for handle in queue:
+                if handle.proc.poll() is None:
+                    _poll_ready(handle, 0.0)
+            return sum(1 for h in queue if h.ready and h.proc.poll() is None)
+
     def wait_ready(self, timeout_s: float = 120.0) -> bool:
         """Block until every spare has finished its warm start (True) or the timeout passes."""
         deadline = time.monotonic() + timeout_s
@@ -369,13 +382,18 @@ def run_worker(
     request.nonce = secrets.token_hex(16)
     start = time.monotonic()
     proc = handle.proc
-    outcome = WorkerOutcome(record=None, isolation=handle.isolation)
+    outcome = WorkerOutcome(
+        record=None,
+        isolation=handle.isolation,
+        source="spare" if spares is not None and not prefix else "fresh",
+        ready_after_s=0.0 if handle.ready else None,
+    )
     try:
         assert proc.stdin is not None
         with contextlib.suppress(BrokenPipeError):
             proc.stdin.write((request.to_json() + "\n").encode("utf-8"))
             proc.stdin.close()
-        _read_records(handle.read_fd, request.nonce, start + timeout_s, outcome, on_event)
+        _read_records(handle.read_fd, request.nonce, start, start + timeout_s, outcome, on_event)
     finally:
         os.close(handle.read_fd)
         if outcome.timed_out:
@@ -419,6 +437,7 @@ def _env_key(backend: str, env: dict[str, str], sandboxed: bool) -> str:
 def _read_records(
     fd: int,
     nonce: str,
+    start: float,
     deadline: float,
     outcome: WorkerOutcome,
     on_event: Callable[[dict[str, Any]], None] | None,
@@ -438,6 +457,9 @@ def _read_records(
         buffer += chunk
         while b"\n" in buffer:
             line, buffer = buffer.split(b"\n", 1)
+            if line == b"ready" and outcome.ready_after_s is None:  # its warm start is over
+                outcome.ready_after_s = round(time.monotonic() - start, 3)
+                continue
             try:
                 message = json.loads(line)
             except ValueError:
