@@ -357,7 +357,7 @@ Q)
   ;;
 R)
   nvidia-smi -L
-  CUDA_VISIBLE_DEVICES=0 timeout 170 python3 benchmarks/eval_cli_latency.py --backend cuda \
+  CUDA_VISIBLE_DEVICES=0 timeout 240 python3 benchmarks/eval_cli_latency.py --backend cuda \
     --runs 3 2>"$OUT/eval_cli.err" | tee "$OUT/eval_cli.txt"
   CUDA_VISIBLE_DEVICES=0 timeout 150 python3 -m pytest -q -p no:cacheprovider -m gpu -rfEs \
     tests/gpu/test_cuda_pipeline.py -k cudnn 2>&1 | tail -12
