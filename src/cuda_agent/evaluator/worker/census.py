@@ -32,20 +32,29 @@ def thread_count() -> int:
         return -1
 
 
-def newest_thread_names(count: int) -> str:
+def newest_thread_names(count: int, task_dir: str = "/proc/self/task") -> str:
     """The names (``comm``) of this process's ``count`` newest threads, as ``name x N, ...``.
 
-    Thread ids grow as threads start, so the highest ids are the newest: when threads were
-    started during a call, these are they. Names tell a library's pool (cuDNN, OpenMP, inductor's
-    compile workers) from a thread the candidate started. Empty when ``/proc`` cannot be read.
+    Newest by start time (``stat`` field 22, in clock ticks), thread id breaking ties: thread
+    ids do not tell age, because they come from the pid space, which wraps around in a long
+    run that starts many processes (a CI run did, and named three old threads). When threads
+    were started during a call, these are they, up to ties within one clock tick across a
+    wrap. Names tell a library's pool (cuDNN, OpenMP, inductor's compile workers) from a
+    thread the candidate started. Empty when ``task_dir`` cannot be read.
     """
     try:
-        tids = sorted((int(t) for t in os.listdir("/proc/self/task")), reverse=True)[:count]
-        names: dict[str, int] = {}
-        for tid in tids:
-            with open(f"/proc/self/task/{tid}/comm") as handle:
+        ages: list[tuple[int, int, str]] = []
+        for entry in os.listdir(task_dir):
+            with open(f"{task_dir}/{entry}/stat") as handle:
+                stat = handle.read()
+            with open(f"{task_dir}/{entry}/comm") as handle:
                 name = handle.read().strip()
-            names[name] = names.get(name, 0) + 1
-    except (OSError, ValueError):
+            # fields after the parenthesised name start at field 3 (state); starttime is 22
+            started = int(stat[stat.rindex(")") + 2 :].split()[22 - 3])
+            ages.append((started, int(entry), name))
+    except (OSError, ValueError, IndexError):
         return ""
+    names: dict[str, int] = {}
+    for _, _, name in sorted(ages, reverse=True)[:count]:
+        names[name] = names.get(name, 0) + 1
     return ", ".join(f"{name} x {n}" for name, n in sorted(names.items(), key=lambda kv: -kv[1]))
