@@ -143,8 +143,8 @@ def fresh_cache() -> Path:
 
 
 def ours(backend: str, call: dict[str, Any], label: str, rows: list[dict[str, Any]]) -> Any:
-    from cuda_agent.evaluator.build.builder import build_extension
-    from cuda_agent.evaluator.build.inline import inline_spec
+    from cuda_agent.evaluator.builder.builder import build_extension
+    from cuda_agent.evaluator.builder.inline import inline_spec
 
     spec = inline_spec(backend, **call)
     with CpuClock() as clock:
@@ -183,7 +183,7 @@ def stock(backend: str, call: dict[str, Any], label: str, rows: list[dict[str, A
 
 
 def own_candidate(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from cuda_agent.evaluator.build.builder import warm_up
+    from cuda_agent.evaluator.builder.builder import warm_up
 
     rows: list[dict[str, Any]] = []
     caches = [fresh_cache()]
@@ -210,8 +210,8 @@ def own_candidate(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def workdir(backend: str, rows: list[dict[str, Any]]) -> None:
     """The CUDA Agent workdir shape (kernels/ + binding files) in the same warm cache."""
-    from cuda_agent.evaluator.build.builder import build_extension
-    from cuda_agent.evaluator.build.inline import workdir_spec
+    from cuda_agent.evaluator.builder.builder import build_extension
+    from cuda_agent.evaluator.builder.inline import workdir_spec
     from cuda_agent.examples import examples_root
     from cuda_agent.solutions.loader import load_solution
     from cuda_agent.workspace.template_files import harness_binding_files
@@ -267,7 +267,7 @@ def corpus_calls(path: Path, n: int) -> list[tuple[str, dict[str, Any]]]:
 
 
 def corpus_speed(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from cuda_agent.evaluator.build.builder import warm_up
+    from cuda_agent.evaluator.builder.builder import warm_up
 
     rows: list[dict[str, Any]] = []
     cache = fresh_cache()
@@ -298,9 +298,9 @@ def first_error(text: str | None) -> str:
 
 
 def corpus_check(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from cuda_agent.evaluator.build.builder import OWN_FAILURE_LAYOUT, build_extension, warm_up
-    from cuda_agent.evaluator.build.inline import inline_spec
-    from cuda_agent.evaluator.build.light_failure import without_hints
+    from cuda_agent.evaluator.builder.builder import OWN_FAILURE_LAYOUT, build_extension, warm_up
+    from cuda_agent.evaluator.builder.inline import inline_spec
+    from cuda_agent.evaluator.builder.light_failure import without_hints
 
     cache = fresh_cache() if not args.keep_cache else None
     warm_up("cuda", stock_pch=True)

@@ -6,8 +6,12 @@ extension build; each candidate differs only in which function its ``ModelNew`` 
 
 from __future__ import annotations
 
+import subprocess
 import textwrap
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.worker.protocol import TimingOptions
@@ -95,3 +99,25 @@ def relu_solution(tmp_path: Path, forward_body: str, name: str = "solution.py") 
     path = tmp_path / name
     path.write_text(text)
     return path
+
+
+def wait_for(
+    condition: Callable[[], Any],
+    proc: subprocess.Popen[Any] | None = None,
+    deadline_s: float = 300.0,
+    poll_s: float = 0.05,
+) -> Any:
+    """Poll ``condition`` until it holds and return its value; False when the deadline passes
+    first, or when ``proc`` has exited and the condition still does not hold.
+
+    Tests wait on a state (a process in the table, a line in the output), never for a time:
+    the deadline is generous, so only a state that never comes runs into it.
+    """
+    deadline = time.monotonic() + deadline_s
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() >= deadline or (proc is not None and proc.poll() is not None):
+            return False
+        time.sleep(poll_s)

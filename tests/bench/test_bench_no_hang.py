@@ -142,10 +142,12 @@ def _watch(proc: subprocess.Popen[bytes], run: Path, log: Path) -> None:
         if count != seen:
             seen, last_change = count, now
         if now - last_change > STALL_S or now - start > TOTAL_S:
-            os.kill(proc.pid, signal.SIGABRT)  # every thread's stack into the log
-            time.sleep(3)
-            proc.kill()
-            proc.wait()
+            os.kill(proc.pid, signal.SIGABRT)  # every thread's stack into the log, then exit
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
             pytest.fail(
                 f"bench run hung: {seen}/{SOLUTIONS} results, none for {now - last_change:.0f} s; "
                 f"its log and thread stacks:\n{log.read_text()[-12000:]}"

@@ -207,10 +207,10 @@ def test_kernelbench_runner_resumes_and_names_failures(
     assert rows["L1_5"]["kind"] == "crash" and not rows["L1_5"]["correctness"]
 
     # the deadline: the slow one is killed and not recorded
-    started = time.time()
+    # (its own 30 s limit would record it as a timeout: nothing recorded means the deadline cut it)
     config.deadline, config.min_left_s = time.time() + 8, 1.0
     cut = run_kernelbench(set_dir, config)
-    assert time.time() - started < 25 and cut["this_call"] == 0 and cut["left"] == 1
+    assert cut["this_call"] == 0 and cut["left"] == 1
     # its own time limit: recorded as a timeout
     config.deadline, config.timeout_s = None, 6.0
     again = run_kernelbench(set_dir, config)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from cuda_agent.cli.progress_log import Reporter
 from cuda_agent.cluster.board import JobBoard, describe
+from tests.helpers import wait_for
 
 
 def test_plain_lines_and_summaries_say_what_runs(
@@ -18,20 +17,24 @@ def test_plain_lines_and_summaries_say_what_runs(
     first, second, third = board.add("L1_1"), board.add("L1_2"), board.add("L1_3")
     board.move(first, "verify")
     board.move(second, "build")
+    err: list[str] = []
+
+    def summaries() -> list[str]:
+        err.extend(capsys.readouterr().err.splitlines())
+        return [line for line in err if line.startswith("[bench ")]
+
     with Reporter("bench", 3, board, interval_s=0.2) as reporter:
-        time.sleep(0.5)
+        assert wait_for(summaries), "no periodic summary"
         board.finish(first)
         reporter.finished("L1_1: correct (1.0 s)")
-        time.sleep(0.3)
-    lines = capsys.readouterr().err.splitlines()
+    lines = err + capsys.readouterr().err.splitlines()
     assert lines[0] == "bench: 3 jobs, 0 already done"
     assert any(
         line.endswith("L1_1: correct (1.0 s)") and line.startswith("[1/3 ") for line in lines
     )
-    summaries = [line for line in lines if line.startswith("[bench ")]
-    assert summaries, lines
-    assert "running 2 (build 1, verify 1) | queued 1" in summaries[0]
-    assert "longest: L1_1 verify" in summaries[0] or "longest: L1_2 build" in summaries[0]
+    first_summary = next(line for line in lines if line.startswith("[bench "))
+    assert "running 2 (build 1, verify 1) | queued 1" in first_summary
+    assert "longest: L1_1 verify" in first_summary or "longest: L1_2 build" in first_summary
     assert lines[-1] == "bench: finished 1/3"
     board.finish(second)
     board.finish(third)

@@ -2,24 +2,28 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import wait_for
+
 SLOW = """
-import time
+import subprocess
 import torch
 import torch.nn as nn
 
 
 class Model(nn.Module):
     def forward(self, x):
-        time.sleep(120)
+        # a child the test can see: while it runs, the worker is inside this forward
+        subprocess.run(["{sleep}", "{marker}"])
         return x
 
 
@@ -35,8 +39,9 @@ def get_init_inputs():
 LINT_ARGS = ("--backend", "cpu", "--timeout", "300")
 
 
-def workers_of(cache: Path) -> list[int]:
-    """Worker processes whose environment names this test's cache directory."""
+def workers_of(cache: Path, marker: bytes = b"cuda_agent.evaluator.worker") -> list[int]:
+    """Processes whose command line holds ``marker`` (a worker, by default) and whose
+    environment names this test's cache directory."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -46,7 +51,7 @@ def workers_of(cache: Path) -> list[int]:
             environ = (entry / "environ").read_bytes()
         except OSError:
             continue
-        if b"cuda_agent.evaluator.worker" in cmdline and str(cache).encode() in environ:
+        if marker in cmdline and str(cache).encode() in environ:
             found.append(int(entry.name))
     return found
 
@@ -56,7 +61,10 @@ def test_sigterm_kills_running_workers(tmp_path: Path, bubblewrap: bool) -> None
     """Without bubblewrap (no ``--die-with-parent``) the command itself must kill them."""
     folder = tmp_path / "set"
     folder.mkdir()
-    (folder / "slow.py").write_text(SLOW)
+    marker = f"{600 + os.getpid() % 1000}.{int(bubblewrap)}5"  # sleep's seconds, ours alone
+    sleep = shutil.which("sleep")  # by its path: without bubblewrap PATH holds only Python
+    assert sleep is not None
+    (folder / "slow.py").write_text(SLOW.replace("{marker}", marker).replace("{sleep}", sleep))
     cache = tmp_path / "cache"
     env = {**os.environ, "CUDA_AGENT_CACHE": str(cache)}
     if not bubblewrap:  # hide bwrap: the sandbox falls back to rlimits
@@ -68,18 +76,16 @@ def test_sigterm_kills_running_workers(tmp_path: Path, bubblewrap: bool) -> None
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 60
-        while not workers_of(cache) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert workers_of(cache), "the worker never started"
-        time.sleep(3)  # the worker is inside the problem's forward now
+        inside = wait_for(lambda: workers_of(cache, f"{sleep}\0{marker}\0".encode()), proc)
+        assert inside, "the worker never reached the problem's forward"
+        assert workers_of(cache), "no worker runs"
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=30) == -signal.SIGTERM
-        deadline = time.monotonic() + 10
-        while workers_of(cache) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert workers_of(cache) == []
+        assert proc.wait(timeout=120) == -signal.SIGTERM
+        assert wait_for(
+            lambda: not workers_of(cache) and not workers_of(cache, f"{sleep}\0".encode())
+        ), "a worker or its child outlived the command"
     finally:
         proc.kill()
         for pid in workers_of(cache):
-            os.killpg(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)

@@ -24,8 +24,8 @@ def test_the_watcher_kills_marked_processes_when_its_actor_goes() -> None:
         assert watcher.proc.poll() is None  # waits while the actor lives
         assert watcher.proc.stdin is not None
         watcher.proc.stdin.close()  # what the actor's death does
-        assert watcher.proc.wait(timeout=30) == 0
-        assert [p.wait(timeout=10) for p in mine] == [-9, -9]
+        assert watcher.proc.wait(timeout=120) == 0
+        assert [p.wait(timeout=120) for p in mine] == [-9, -9]
         assert theirs.poll() is None and unmarked.poll() is None
         assert marked(watcher.token) == []
     finally:

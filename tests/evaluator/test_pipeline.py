@@ -108,7 +108,6 @@ def test_workdir_solution_and_build_cache() -> None:
     assert second.correct
     (build,) = [b for b in second.details["builds"] if b["module"] == "cuda_extension"][:1]
     assert build["cached"] is True and build["objects_built"] == 0
-    assert build["seconds"] < 10.0  # no object rebuilt (above); a generous bound for a loaded CI
 
 
 def test_workdir_with_an_undefined_symbol_fails_at_build(tmp_path: Path) -> None:

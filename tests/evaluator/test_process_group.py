@@ -32,21 +32,20 @@ def test_no_member_runs_once_it_returns() -> None:
     assert left == []
     assert group_members(leader.pid) == []
     assert _pgrep("sleep 600.75") == ""
-    leader.wait(timeout=5)
+    leader.wait(timeout=120)
 
 
 def test_an_empty_group_returns_at_once() -> None:
     done = subprocess.run([sys.executable, "-c", "pass"], start_new_session=True)
     assert done.returncode == 0
-    start = time.monotonic()
-    assert kill_group_and_wait(2**22 - 7) == []
-    assert time.monotonic() - start < 1.0
+    # with a wait that would outlast the test's own timeout: only returning at once passes
+    assert kill_group_and_wait(2**22 - 7, wait_s=10**6) == []
 
 
 def test_zombies_count_as_gone() -> None:
     # the leader exits at once and stays a zombie until we reap it
     leader = subprocess.Popen([sys.executable, "-c", "pass"], start_new_session=True)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 120
     while group_members(leader.pid) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert group_members(leader.pid) == []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cuda_agent.evaluator.build.compiler_log import DIAGNOSTIC
+from cuda_agent.evaluator.builder.compiler_log import DIAGNOSTIC
 
 
 def truncate_output(text: str, limit: int) -> str:

@@ -125,7 +125,7 @@ def prewarm(backend: str, allow_unsandboxed: bool = False) -> str:
     Returns the isolation workers will get (raises ``IsolationUnavailable`` if none and not
     allowed)."""
     import cuda_agent.evaluator.pipeline  # noqa: F401
-    from cuda_agent.evaluator.build.toolchain import ToolchainError, discover
+    from cuda_agent.evaluator.builder.toolchain import ToolchainError, discover
     from cuda_agent.workspace.sandbox import worker_isolation
 
     with contextlib.suppress(ToolchainError):  # reported per build, as a verdict

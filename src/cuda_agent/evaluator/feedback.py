@@ -12,8 +12,8 @@ from pathlib import Path
 
 from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.core.types import EvalResult, Problem, Solution
-from cuda_agent.evaluator.build.builder import build_extension
-from cuda_agent.evaluator.build.inline import workdir_spec
+from cuda_agent.evaluator.builder.builder import build_extension
+from cuda_agent.evaluator.builder.inline import workdir_spec
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import evaluate
 from cuda_agent.problems.sets import resolve_problem

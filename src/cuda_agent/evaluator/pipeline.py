@@ -23,9 +23,9 @@ from cuda_agent.core.paths import ensure_dir, scratch_dir
 from cuda_agent.core.types import EvalResult, Problem, Solution, SolutionKind, StageError
 from cuda_agent.evaluator import problem_lint
 from cuda_agent.evaluator.baselines import compile_baseline
-from cuda_agent.evaluator.build.builder import BuildResult, build_extension
-from cuda_agent.evaluator.build.inline import inline_spec, workdir_spec
-from cuda_agent.evaluator.build.spec import ExtensionSpec, FlagError
+from cuda_agent.evaluator.builder.builder import BuildResult, build_extension
+from cuda_agent.evaluator.builder.inline import inline_spec, workdir_spec
+from cuda_agent.evaluator.builder.spec import ExtensionSpec, FlagError
 from cuda_agent.evaluator.ncu import ncu_metrics
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.reward import compute_reward

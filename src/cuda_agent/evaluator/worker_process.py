@@ -34,7 +34,7 @@ from typing import Any
 import cuda_agent
 from cuda_agent.core.paths import builds_dir, cache_root, ensure_dir, locks_dir
 from cuda_agent.core.secret import SANDBOXED_ENV
-from cuda_agent.evaluator.build.builder import PRIVATE_BUILDS_ENV
+from cuda_agent.evaluator.builder.builder import PRIVATE_BUILDS_ENV
 from cuda_agent.evaluator.process_group import kill_group_and_wait
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
 from cuda_agent.workspace.isolation import NONE

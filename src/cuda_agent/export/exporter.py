@@ -156,7 +156,7 @@ def arch_flags(backend: str) -> list[str]:
     """The nvcc architecture flags the evaluation built with (none on the cpu backend)."""
     if backend != "cuda":
         return []
-    from cuda_agent.evaluator.build.toolchain import cuda_archs, gencode_flags
+    from cuda_agent.evaluator.builder.toolchain import cuda_archs, gencode_flags
 
     return gencode_flags(cuda_archs())
 

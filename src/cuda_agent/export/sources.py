@@ -2,7 +2,7 @@
 
 A KernelBench single file builds its extensions with ``load_inline`` at import; for a package,
 each call becomes an extension compiled at install time, from exactly the texts the evaluator
-compiles (``evaluator/build/inline.py``: ``main.cpp`` with the generated bindings, ``cuda.cu``),
+compiles (``evaluator/builder/inline.py``: ``main.cpp`` with the generated bindings, ``cuda.cu``),
 which needs every call's arguments to be compile-time constants (the static analysis resolves
 them). A workdir's ``cuda_extension`` is the harness's binding files plus ``kernels/``.
 
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.core.types import Solution, SolutionKind
-from cuda_agent.evaluator.build.inline import inline_spec, workdir_spec
-from cuda_agent.evaluator.build.spec import ExtensionSpec, FlagError
+from cuda_agent.evaluator.builder.inline import inline_spec, workdir_spec
+from cuda_agent.evaluator.builder.spec import ExtensionSpec, FlagError
 from cuda_agent.solutions.static import analyse
 from cuda_agent.workspace.template_files import harness_binding_files
 

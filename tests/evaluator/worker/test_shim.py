@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cuda_agent.evaluator.build.inline import file_spec, inline_spec
-from cuda_agent.evaluator.build.spec import FlagError
+from cuda_agent.evaluator.builder.inline import file_spec, inline_spec
+from cuda_agent.evaluator.builder.spec import FlagError
 from cuda_agent.evaluator.worker.shim import (
     BuildShim,
     ExtensionBuildError,

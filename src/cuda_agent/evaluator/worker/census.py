@@ -10,6 +10,7 @@ each count is -1.
 from __future__ import annotations
 
 import os
+import time
 
 
 def child_process_count() -> int:
@@ -30,6 +31,23 @@ def thread_count() -> int:
         return len(os.listdir("/proc/self/task"))
     except OSError:
         return -1
+
+
+def settled_thread_count(limit: int, grace_s: float = 1.0) -> int:
+    """The live thread count, given threads that are ending up to ``grace_s`` to leave.
+
+    A thread whose Python function has returned (and that ``join`` has already reported as
+    finished) still has an entry in ``/proc/self/task`` until the OS thread exits, a moment
+    later: counted at once, a candidate that joined its own threads inside the call would look
+    as if it left them running. Returns as soon as the count is ``<= limit``; only a count that
+    stays higher costs the grace (and that is about to be a verdict).
+    """
+    deadline = time.monotonic() + grace_s
+    count = thread_count()
+    while count > limit and time.monotonic() < deadline:
+        time.sleep(0.001)
+        count = thread_count()
+    return count
 
 
 def newest_thread_names(count: int, task_dir: str = "/proc/self/task") -> str:

@@ -41,6 +41,7 @@ from cuda_agent.evaluator.worker.candidate import (
 from cuda_agent.evaluator.worker.census import (
     child_process_count,
     newest_thread_names,
+    settled_thread_count,
     thread_count,
 )
 from cuda_agent.evaluator.worker.compare import compare
@@ -536,7 +537,7 @@ def _integrity(
             "still running; do all work inside the call",
             ["processes_started"],
         )
-    threads = thread_count()
+    threads = settled_thread_count(threads_before)
     if threads_before > 0 and threads > threads_before:
         names = newest_thread_names(threads - threads_before)
         raise Verdict(

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cuda_agent.evaluator.build.builder import BuildResult, build_extension
-from cuda_agent.evaluator.build.inline import file_spec, inline_spec
-from cuda_agent.evaluator.build.spec import ExtensionSpec, FlagError
+from cuda_agent.evaluator.builder.builder import BuildResult, build_extension
+from cuda_agent.evaluator.builder.inline import file_spec, inline_spec
+from cuda_agent.evaluator.builder.spec import ExtensionSpec, FlagError
 from cuda_agent.evaluator.worker import device_turn
 
 

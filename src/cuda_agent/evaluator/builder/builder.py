@@ -35,15 +35,20 @@ from pathlib import Path
 
 from cuda_agent.core import secret
 from cuda_agent.core.paths import builds_dir, ensure_dir
-from cuda_agent.evaluator.build.compile_sandbox import confine_compiler
-from cuda_agent.evaluator.build.compiler_log import DIAGNOSTIC, summarise
-from cuda_agent.evaluator.build.light import LightIndex, blank_umbrellas, light_prelude, unit_level
-from cuda_agent.evaluator.build.light_failure import is_own_failure, own_labels, without_hints
-from cuda_agent.evaluator.build.light_index import ensure_index, umbrella_identifiers
-from cuda_agent.evaluator.build.nvcc_pipeline import compile_cu
-from cuda_agent.evaluator.build.pch import PRELUDE, ensure_pch, pch_header, wants_pch
-from cuda_agent.evaluator.build.spec import ExtensionSpec, SourceFile
-from cuda_agent.evaluator.build.toolchain import Toolchain, ToolchainError, discover
+from cuda_agent.evaluator.builder.compile_sandbox import confine_compiler
+from cuda_agent.evaluator.builder.compiler_log import DIAGNOSTIC, summarise
+from cuda_agent.evaluator.builder.light import (
+    LightIndex,
+    blank_umbrellas,
+    light_prelude,
+    unit_level,
+)
+from cuda_agent.evaluator.builder.light_failure import is_own_failure, own_labels, without_hints
+from cuda_agent.evaluator.builder.light_index import ensure_index, umbrella_identifiers
+from cuda_agent.evaluator.builder.nvcc_pipeline import compile_cu
+from cuda_agent.evaluator.builder.pch import PRELUDE, ensure_pch, pch_header, wants_pch
+from cuda_agent.evaluator.builder.spec import ExtensionSpec, SourceFile
+from cuda_agent.evaluator.builder.toolchain import Toolchain, ToolchainError, discover
 
 log = logging.getLogger(__name__)
 
@@ -588,7 +593,7 @@ def warm_up(
     the precompiled ``torch/extension.h`` that the stock layout of ``main.cpp`` uses. Returns
     seconds per step. Safe to call from several processes at once (the steps take locks).
     """
-    from cuda_agent.evaluator.build.inline import inline_spec  # local: inline imports spec only
+    from cuda_agent.evaluator.builder.inline import inline_spec  # local: inline imports spec only
 
     start = time.monotonic()
     deadline = start + timeout_s

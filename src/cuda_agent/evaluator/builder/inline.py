@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from cuda_agent.evaluator.build.spec import (
+from cuda_agent.evaluator.builder.spec import (
     HEADER_SUFFIXES,
     SOURCE_SUFFIXES,
     ExtensionSpec,

@@ -37,9 +37,9 @@ import time
 from pathlib import Path
 
 from cuda_agent.core.paths import builds_dir
-from cuda_agent.evaluator.build.cxxscan import DeclarationScanner
-from cuda_agent.evaluator.build.light import LightIndex
-from cuda_agent.evaluator.build.toolchain import CXX_STD, EXTENSION_DEFINE, Toolchain
+from cuda_agent.evaluator.builder.cxxscan import DeclarationScanner
+from cuda_agent.evaluator.builder.light import LightIndex
+from cuda_agent.evaluator.builder.toolchain import CXX_STD, EXTENSION_DEFINE, Toolchain
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ def ensure_index(root: Path, toolchain: Toolchain, deadline: float) -> LightInde
     index = _safe_load(folder)
     if index is not None or (folder / "FAILED").exists():
         return index
-    from cuda_agent.evaluator.build.builder import locked  # local: avoid an import cycle
+    from cuda_agent.evaluator.builder.builder import locked  # local: avoid an import cycle
 
     with locked(folder.parent / f"{folder.name}.lock", deadline):
         index = _safe_load(folder)

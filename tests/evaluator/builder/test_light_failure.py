@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cuda_agent.evaluator.build.light_failure import is_own_failure, own_labels, without_hints
+from cuda_agent.evaluator.builder.light_failure import is_own_failure, own_labels, without_hints
 
 LABELS = frozenset({"cpp_sources"})
 HEADERS = frozenset({"sigmoid", "Tensor", "relu"})

@@ -5,8 +5,8 @@ import secrets
 
 import pytest
 
-from cuda_agent.evaluator.build.builder import build_extension
-from cuda_agent.evaluator.build.inline import inline_spec, workdir_spec
+from cuda_agent.evaluator.builder.builder import build_extension
+from cuda_agent.evaluator.builder.inline import inline_spec, workdir_spec
 from cuda_agent.workspace.template_files import harness_binding_files
 
 PLAIN = """
@@ -43,7 +43,6 @@ def test_cold_build_then_cache_hit() -> None:
     assert second.ok and second.cached
     assert second.objects_built == 0
     assert second.module_path == first.module_path
-    assert second.seconds < first.seconds
 
 
 @pytest.mark.slow

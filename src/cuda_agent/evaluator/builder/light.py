@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from cuda_agent.evaluator.build.cxxscan import used_names
+from cuda_agent.evaluator.builder.cxxscan import used_names
 
 # candidate includes replaced by the light set, and the stock umbrella each one implies
 UMBRELLAS = {

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from cuda_agent.evaluator.build.builder import OWN_FAILURE_LAYOUT, BuildResult, build_extension
-from cuda_agent.evaluator.build.inline import inline_spec
-from cuda_agent.evaluator.build.light_failure import without_hints
+from cuda_agent.evaluator.builder.builder import OWN_FAILURE_LAYOUT, BuildResult, build_extension
+from cuda_agent.evaluator.builder.inline import inline_spec
+from cuda_agent.evaluator.builder.light_failure import without_hints
 
 pytestmark = pytest.mark.slow
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 
-from cuda_agent.evaluator.build.compiler_log import DIAGNOSTIC
+from cuda_agent.evaluator.builder.compiler_log import DIAGNOSTIC
 
 OWN_LABEL = re.compile(r'^#line \d+ "([^"]+)"', re.M)
 LOCATION = re.compile(r"^(?P<file>[^\s:(][^:(]*?)(?::\d+(?::\d+)?:|\(\d+\):?)\s")

@@ -2,8 +2,8 @@
 
 import textwrap
 
-from cuda_agent.evaluator.build.cxxscan import DeclarationScanner, used_names
-from cuda_agent.evaluator.build.light import blank_umbrellas, unit_level
+from cuda_agent.evaluator.builder.cxxscan import DeclarationScanner, used_names
+from cuda_agent.evaluator.builder.light import blank_umbrellas, unit_level
 
 
 def test_used_names_skip_members_comments_strings_and_includes() -> None:

@@ -1,7 +1,7 @@
 import pytest
 
-from cuda_agent.evaluator.build.inline import inline_spec, workdir_spec
-from cuda_agent.evaluator.build.spec import FlagError, vet_cuda_flags, vet_cxx_flags, vet_ld_flags
+from cuda_agent.evaluator.builder.inline import inline_spec, workdir_spec
+from cuda_agent.evaluator.builder.spec import FlagError, vet_cuda_flags, vet_cxx_flags, vet_ld_flags
 
 
 def test_allowed_flags_pass_and_empty_ones_vanish() -> None:

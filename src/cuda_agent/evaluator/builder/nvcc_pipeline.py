@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cuda_agent.evaluator.build.compile_sandbox import confine_compiler
+from cuda_agent.evaluator.builder.compile_sandbox import confine_compiler
 
 ASSIGNMENT = re.compile(r"^([A-Za-z_]\w*)=([^\"']*)$")
 MODULE_ID = re.compile(r'--module_id_file_name\s+"([^"]+)"')

@@ -1,4 +1,4 @@
-from cuda_agent.evaluator.build.compiler_log import summarise
+from cuda_agent.evaluator.builder.compiler_log import summarise
 
 GCC_LOG = """In file included from /torch/include/ATen/ATen.h:1,
                  from cpp_sources:1:

@@ -38,8 +38,8 @@ def pch_header(root: Path, key: str) -> Path:
 
 def ensure_pch(header: Path, text: str, base_command: list[str], deadline: float) -> bool:
     """Write ``header`` (``text``) and build its ``.gch`` if missing; True when usable."""
-    from cuda_agent.evaluator.build.builder import locked, seal, trusted  # avoid an import cycle
-    from cuda_agent.evaluator.build.compile_sandbox import confine_compiler
+    from cuda_agent.evaluator.builder.builder import locked, seal, trusted  # avoid an import cycle
+    from cuda_agent.evaluator.builder.compile_sandbox import confine_compiler
 
     gch = header.with_name(HEADER_NAME + ".gch")
     if gch.exists() and trusted(gch) and trusted(header):

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cuda_agent.evaluator.build.nvcc_pipeline import compile_cu, module_id_text, parse_dryrun
-from cuda_agent.evaluator.build.toolchain import ToolchainError, discover
+from cuda_agent.evaluator.builder.nvcc_pipeline import compile_cu, module_id_text, parse_dryrun
+from cuda_agent.evaluator.builder.toolchain import ToolchainError, discover
 
 LISTING = """#$ _NVVM_BRANCH_=nvvm
 #$ CICC_PATH=/cuda/bin/../nvvm/bin
