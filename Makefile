@@ -1,13 +1,14 @@
 # CUDA Agent: two commands do everything on a fresh machine.
-#   make demo   creates .venv, installs the locked dependencies, evaluates the bundled examples
-#   make test   creates .venv the same way and runs the test suite (no GPU needed)
+#   make demo       creates .venv, installs the locked dependencies, runs a replayed agent session
+#   make test       creates .venv the same way: lint, format check, mypy, the fast test tier
+#   make test-all   the same checks and every test that needs no GPU (what CI runs)
 
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck gpu-test clean
+.PHONY: demo test test-all check gpu-test clean
 
 $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -19,11 +20,18 @@ $(STAMP): pyproject.toml requirements.lock
 demo: $(STAMP)
 	$(BIN)/cuda-agent demo
 
-test: $(STAMP)
+check: $(STAMP)
 	$(BIN)/ruff check src tests
 	$(BIN)/ruff format --check src tests
 	$(BIN)/mypy
-	$(BIN)/pytest -q -n auto
+
+# the fast tier: no test marked slow (a build of its own, workers in numbers, long runs)
+test: check
+	$(BIN)/pytest -q -n auto -m "not slow and not gpu"
+
+# everything that needs no GPU
+test-all: check
+	$(BIN)/pytest -q -n auto -m "not gpu"
 
 gpu-test: $(STAMP)
 	$(BIN)/pytest -q -m gpu

@@ -1,18 +1,25 @@
-"""Test configuration: a shared build cache for the session and fast timing defaults.
+"""Test configuration: a shared build cache for the session, GPU skips, and the tier report.
 
 Builds are cached under ``.cache/cuda-agent-tests`` in the repository (or wherever
 ``CUDA_AGENT_CACHE`` points), so repeated runs skip compiler work; tests that need a cold build
 use sources nobody compiled before.
+
+Tiers: ``make test`` runs ``-m "not slow and not gpu"``, ``make test-all`` everything without
+``gpu``. A test of the fast tier that ran long is named at the end of the run (a hint to mark it
+``slow``, never a failure: speed is not asserted by tests).
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+LONG_FAST_TEST_S = 20.0  # a fast-tier test that took longer is listed in the summary
+_long_fast_tests: list[tuple[float, str]] = []
 os.environ.setdefault("CUDA_AGENT_CACHE", str(REPO / ".cache" / "cuda-agent-tests"))
 
 
@@ -31,3 +38,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    slow = "slow" in report.keywords
+    if report.when == "call" and not slow and report.duration > LONG_FAST_TEST_S:
+        _long_fast_tests.append((report.duration, report.nodeid))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not _long_fast_tests:
+        return
+    terminalreporter.write_sep("-", f"tests not marked slow that took over {LONG_FAST_TEST_S} s")
+    for seconds, nodeid in sorted(_long_fast_tests, reverse=True):
+        terminalreporter.write_line(f"{seconds:7.1f} s  {nodeid}")

@@ -13,9 +13,14 @@ families (B1 other streams, B5 persisting L2, A9 TF32 switch) live in tests/gpu.
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
+
+from cuda_agent.solutions.static import analyse
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PROBLEMS = Path(__file__).parent / "problems"
@@ -316,3 +321,24 @@ CATALOGUE: list[Fixture] = [
     R("f_fork_children", "F", ("processes_started",), "child processes counted; group killed"),
     S("f_huge_stdout", "F", "candidate output goes to a file; only its tail is kept"),
 ]
+
+
+def build_calls(fixture: Fixture) -> tuple[str, ...]:
+    """The extension builds the static pass finds in the fixture (its ``load_inline`` calls)."""
+    report = analyse(fixture.path.read_text(), fixture.path.name)
+    calls = [*report.inline_calls, *report.local_inline_calls]
+    return tuple(json.dumps(call, sort_keys=True, default=str) for call in calls)
+
+
+@cache
+def cheap_fixture_names() -> frozenset[str]:
+    """Fixtures whose verdict costs one worker and no build of its own: their only extension is
+    the one most fixtures share (built once per cache, then found in it), and they wait for no
+    deadline. These run in the fast test tier; the others (their own sources, run-time builds,
+    hangs and timeouts) in the slow one."""
+    counts = Counter(build_calls(f) for f in CATALOGUE)
+    shared = max((calls for calls in counts if len(calls) == 1), key=lambda c: counts[c])
+    deadlines = {"worker_timeout_s", "build_timeout_s"}
+    return frozenset(
+        f.name for f in CATALOGUE if build_calls(f) == shared and not deadlines & set(f.options)
+    )

@@ -17,10 +17,8 @@ from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.solutions.loader import load_solution
 from cuda_agent.workspace.isolation import IsolationUnavailable
 from cuda_agent.workspace.sandbox import worker_isolation
-from tests.adversarial.catalogue import CATALOGUE, Fixture
+from tests.adversarial.catalogue import CATALOGUE, Fixture, cheap_fixture_names
 from tests.helpers import fast_options, relu_solution
-
-pytestmark = pytest.mark.slow
 
 
 def _isolated() -> bool:
@@ -33,8 +31,9 @@ def _isolated() -> bool:
 def params() -> list[object]:
     out = []
     isolated = _isolated()
+    cheap = cheap_fixture_names()
     for fixture in CATALOGUE:
-        marks = []
+        marks = [] if fixture.name in cheap else [pytest.mark.slow]
         if fixture.needs_sandbox and not isolated:
             marks.append(pytest.mark.skip(reason="no isolation here (see test_isolation.py)"))
         if fixture.known_gap:
@@ -122,6 +121,7 @@ def test_fixture_gets_its_required_verdict(fixture: Fixture, listener: Listener)
         assert len(result.details.get("candidate_stdout_tail", "")) < 5000
 
 
+@pytest.mark.slow
 def test_after_the_faults_the_next_evaluation_is_right(tmp_path: Path) -> None:
     result = evaluate(
         resolve_problem("relu", "small"),

@@ -323,6 +323,7 @@ def test_ours_runs_bench_over_the_set_and_sums_its_segments(corpus: Path, tmp_pa
     assert summary["segments"] == 1 and summary["wall_s"] > 0
 
 
+@pytest.mark.slow  # runs the KernelBench runner
 def test_kernelbench_runner_stops_at_once_without_a_usable_checkout(
     corpus: Path, kb: Path, tmp_path: Path
 ) -> None:

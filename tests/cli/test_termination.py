@@ -14,6 +14,8 @@ import pytest
 
 from tests.helpers import wait_for
 
+pytestmark = pytest.mark.slow  # a command and its workers
+
 SLOW = """
 import subprocess
 import torch

@@ -5,11 +5,15 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 
+import pytest
+
 from cuda_agent.cluster.local import LocalPool
 from cuda_agent.cluster.pool import EvalJob
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.solutions.loader import load_solution
 from tests.helpers import TEST_OPS_CPP, TEST_OPS_FUNCTIONS, fast_options, relu_solution
+
+pytestmark = pytest.mark.slow  # pools of workers
 
 # the source is not a compile-time constant, so the extension is built inside the worker;
 # TOKEN makes it new to the build cache, so it is compiled there

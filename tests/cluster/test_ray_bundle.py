@@ -157,6 +157,7 @@ def test_plain_specifiers(rb: ModuleType, version: str, spec: str, ok: bool) -> 
     assert rb.satisfies(version, spec) is ok  # packaging agrees
 
 
+@pytest.mark.slow  # compiles and strips a library
 @pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("strip") is None, reason="no gcc")
 def test_strip_binaries_keeps_a_working_library(rb: ModuleType, tmp_path: Path) -> None:
     (tmp_path / "lib.c").write_text("int answer(void) { return 42; }\n")

@@ -17,6 +17,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow  # fresh torch processes
+
 PROBE = """
 import torch
 from cuda_agent.evaluator.worker.census import thread_count

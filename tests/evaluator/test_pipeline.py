@@ -10,7 +10,6 @@ from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.solutions.loader import load_solution
 from tests.helpers import fast_options, relu_solution
 
-pytestmark = pytest.mark.slow
 
 
 def run(solution: Path, problem: str = "relu", **options: object):
@@ -53,6 +52,7 @@ def test_non_compiling_solution_reports_file_and_line(tmp_path: Path) -> None:
     assert "cpp_sources:3:" in result.error.message and "two" in result.error.message
 
 
+@pytest.mark.slow
 def test_crashing_extension_costs_one_evaluation(tmp_path: Path) -> None:
     result = run(relu_solution(tmp_path, "return ops.crash(x)"))
     assert (result.correct, result.reward) == (False, -1.0)
@@ -63,12 +63,14 @@ def test_crashing_extension_costs_one_evaluation(tmp_path: Path) -> None:
     assert again.correct
 
 
+@pytest.mark.slow
 def test_hanging_kernel_is_killed_at_the_deadline(tmp_path: Path) -> None:
     result = run(relu_solution(tmp_path, "return ops.spin(x)"), worker_timeout_s=12.0)
     assert result.error is not None and "timed out" in result.error.message
     assert "timeout" in result.flags and result.reward == -1.0
 
 
+@pytest.mark.slow
 def test_python_exception_in_forward(tmp_path: Path) -> None:
     result = run(relu_solution(tmp_path, "raise ValueError('no kernel yet')"))
     assert result.error is not None and result.error.stage == "verify"
@@ -76,12 +78,14 @@ def test_python_exception_in_forward(tmp_path: Path) -> None:
     assert "solution.py:" in result.error.message
 
 
+@pytest.mark.slow
 def test_input_mutation_is_flagged(tmp_path: Path) -> None:
     result = run(relu_solution(tmp_path, "return ops.relu_and_zero_input(x)"))
     assert result.error is not None and "modified its inputs" in result.error.message
     assert "input_mutated" in result.flags
 
 
+@pytest.mark.slow
 def test_torch_compute_in_forward_violates_the_strict_policy(tmp_path: Path) -> None:
     path = relu_solution(tmp_path, "return torch.relu(x)")
     strict = run(path)
@@ -99,6 +103,7 @@ def test_missing_model_new_is_a_static_verdict(tmp_path: Path) -> None:
     assert result.compiled is False and result.reward == -1.0
 
 
+@pytest.mark.slow
 def test_workdir_solution_and_build_cache() -> None:
     workdir = examples_root() / "bias_gelu_scale" / "cpu"
     first = run(workdir, problem="bias_gelu_scale")
@@ -110,6 +115,7 @@ def test_workdir_solution_and_build_cache() -> None:
     assert build["cached"] is True and build["objects_built"] == 0
 
 
+@pytest.mark.slow
 def test_workdir_with_an_undefined_symbol_fails_at_build(tmp_path: Path) -> None:
     (tmp_path / "kernels").mkdir()
     (tmp_path / "kernels" / "k_binding.cpp").write_text(
@@ -127,6 +133,7 @@ def test_workdir_with_an_undefined_symbol_fails_at_build(tmp_path: Path) -> None
     assert "ca_missing_launch" in result.error.message
 
 
+@pytest.mark.slow
 def test_the_sandboxed_worker_reuses_the_parents_builds(tmp_path: Path) -> None:
     from cuda_agent.core.paths import cache_root
     from cuda_agent.evaluator.worker_process import worker_sandbox

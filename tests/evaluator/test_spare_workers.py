@@ -8,6 +8,7 @@ from cuda_agent.evaluator.worker_process import SpareWorkers, worker_env
 from cuda_agent.workspace.isolation import bwrap_usable
 
 
+@pytest.mark.slow  # starts workers
 def test_spares_are_kept_at_depth_and_never_reused(tmp_path) -> None:
     spares = SpareWorkers(tmp_path)
     env = worker_env()
@@ -51,6 +52,7 @@ def test_only_the_most_recent_environments_keep_spares(tmp_path) -> None:
             handle.proc.wait()
 
 
+@pytest.mark.slow  # starts workers
 def test_a_spare_outlives_the_thread_that_asked_for_it(tmp_path, monkeypatch) -> None:
     """bubblewrap's --die-with-parent fires when the *thread* that started the child ends:
     a service answers each request on its own thread, and the spare its request started

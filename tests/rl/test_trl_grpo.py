@@ -146,6 +146,7 @@ def test_kernel_env_uses_the_agent_tools_and_the_evaluator(tmp_path: Path) -> No
     assert not workdir.exists() and list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow  # GRPO steps with evaluations
 def test_grpo_step_random_model_every_reward_is_the_evaluators_minus_one(
     tiny_model: tuple[Path, Any], tmp_path: Path
 ) -> None:
@@ -177,6 +178,7 @@ def test_grpo_step_random_model_every_reward_is_the_evaluators_minus_one(
     assert list((tmp_path / "run" / "episodes").iterdir()) == []  # episodes cleaned up
 
 
+@pytest.mark.slow  # GRPO steps with evaluations
 def test_grpo_step_tool_call_reward_from_the_evaluator_moves_the_weights(
     tiny_model: tuple[Path, Any], tmp_path: Path
 ) -> None:
@@ -224,6 +226,7 @@ def test_grpo_step_tool_call_reward_from_the_evaluator_moves_the_weights(
     assert result["changed_params"] is True
 
 
+@pytest.mark.slow  # GRPO steps with evaluations
 def test_train_grpo_command_takes_a_real_step(tiny_model: tuple[Path, Any], tmp_path: Path) -> None:
     import json
 

@@ -247,6 +247,7 @@ def check_verl_output(output: Any, tokenizer: Any) -> None:
     assert batch.meta_info["reward_extra_keys"] == list(output.extra_fields["reward_extra_info"])
 
 
+@pytest.mark.slow  # episodes with evaluations
 @pytest.mark.parametrize("kernel", ["correct", "wrong"])
 def test_episode_tokens_masks_logprobs_and_reward(
     tokenizer: Any, tmp_path: Path, kernel: str
@@ -325,6 +326,7 @@ def test_episode_tokens_masks_logprobs_and_reward(
     check_verl_output(output, tokenizer)
 
 
+@pytest.mark.slow  # episodes with evaluations
 def test_turn_and_token_budgets_end_on_a_model_token(tokenizer: Any, tmp_path: Path) -> None:
     replies = script(FILES[KERNEL])
     # Turn budget: two replies. The second reply's call still runs (it changes the workdir
@@ -366,6 +368,7 @@ def test_turn_and_token_budgets_end_on_a_model_token(tokenizer: Any, tmp_path: P
     check_verl_output(output, tokenizer)
 
 
+@pytest.mark.slow  # episodes with evaluations
 def test_cut_off_replies_and_malformed_calls(tokenizer: Any, tmp_path: Path) -> None:
     # A reply cut by the per-reply limit gets the agent loop's nudge, after the turn's closing.
     long_reply = "I will now think about the kernel at length. " * 8 + "<|im_end|>"
@@ -396,6 +399,7 @@ def test_cut_off_replies_and_malformed_calls(tokenizer: Any, tmp_path: Path) -> 
     assert output.reward_score == -1.0 and details["flags"] is not None
 
 
+@pytest.mark.slow  # episodes with evaluations
 def test_the_single_turn_reward_scores_one_reply() -> None:
     common: dict[str, Any] = {
         "data_source": "cuda_agent",

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from cuda_agent.examples import examples_root
 from cuda_agent.problems.sets import load_problem_set, resolve_problem
@@ -32,6 +33,7 @@ def test_rows_round_trip_and_name_their_problems(tmp_path: Path) -> None:
         assert again.id == problem.id and again.source == problem.source
 
 
+@pytest.mark.slow  # an evaluation
 def test_single_turn_row_and_a_reply_scored_by_the_evaluator() -> None:
     (problem,) = [p for p in load_problem_set("bundled", size="small") if p.id == "relu"]
     (row,) = verl_rows([problem], agentic=False, backend="cpu")

@@ -20,6 +20,8 @@ from cuda_agent.synth.export import export_run
 from cuda_agent.synth.filters import StaticFilters
 from cuda_agent.synth.run import SynthConfig, SynthConfigError, SynthRun, read_verdicts
 
+pytestmark = pytest.mark.slow  # synthesis runs: many workers
+
 HEAD = "import torch\nimport torch.nn as nn\n\n"
 INPUTS = (
     "\n\ndef get_inputs():\n    return [torch.randn({shape})]\n"

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.cli.test_cli import cli
 
 
+@pytest.mark.slow  # a synthesis run
 def test_synth_cli_runs_resumes_and_exports(tmp_path: Path) -> None:
     out = tmp_path / "synth"
     # A window no problem fits: every candidate is judged on the device and rejected there
