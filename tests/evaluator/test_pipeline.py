@@ -11,7 +11,6 @@ from cuda_agent.solutions.loader import load_solution
 from tests.helpers import fast_options, relu_solution
 
 
-
 def run(solution: Path, problem: str = "relu", **options: object):
     return evaluate(
         resolve_problem(problem, "small"), load_solution(solution), fast_options(**options)
