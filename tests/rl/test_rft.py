@@ -253,6 +253,7 @@ def test_build_rft_dataset_over_a_run_folder(bench_run: Path, tmp_path: Path) ->
     assert first["tools"] == schemas
 
 
+@pytest.mark.slow  # the bench_run fixture: a whole agent episode
 def test_train_rft_builds_the_set_before_needing_verl(bench_run: Path, tmp_path: Path) -> None:
     import importlib.util
 
