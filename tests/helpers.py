@@ -77,7 +77,9 @@ def fast_options(**overrides: object) -> EvalOptions:
         baselines=("eager",),
         timing=timing,
         worker_timeout_s=120.0,
-        keep_spare_worker=True,  # the next worker starts while this one evaluates
+        # one worker per evaluation: a spare started for the next one would be wasted, since
+        # spares are kept per environment and pytest changes PYTEST_CURRENT_TEST every phase
+        keep_spare_worker=False,
     )
     values.update(overrides)
     return EvalOptions(**values).validate()  # type: ignore[arg-type]

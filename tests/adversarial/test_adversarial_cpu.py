@@ -79,9 +79,8 @@ class Listener:
 
 @pytest.fixture(scope="module")
 def listener() -> Iterator[Listener]:
-    """One listener and one set of target paths for the whole module: the workers' environment
-    (which names them) then stays the same from fixture to fixture, so started spare workers
-    are reused instead of piling up, one set per fixture."""
+    """One listener and one set of target paths for the whole module (the workers'
+    environment names them)."""
     server = Listener()
     targets = [baselines_dir() / "pwned.json", Path("/var/tmp") / f"ca-adv-{os.getpid()}.txt"]
     with pytest.MonkeyPatch.context() as patch:
