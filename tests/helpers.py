@@ -13,6 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from cuda_agent.core.hashing import text_hash
+from cuda_agent.core.types import Problem
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.worker.protocol import TimingOptions
 
@@ -123,3 +125,8 @@ def wait_for(
         if time.monotonic() >= deadline or (proc is not None and proc.poll() is not None):
             return False
         time.sleep(poll_s)
+
+
+def source_problem(source: str, problem_id: str = "p") -> Problem:
+    """A problem made of source text alone (a file that was never on disk)."""
+    return Problem(problem_id, Path(f"<{problem_id}>"), source, text_hash(source))

@@ -28,9 +28,9 @@ from cuda_agent.agent.tools.registry import default_tools
 from cuda_agent.agent.trajectory import Trajectory, load_messages, read_events
 from cuda_agent.core.paths import cache_root
 from cuda_agent.core.types import EvalResult, Problem
-from cuda_agent.evaluator.feedback import Evaluator, ToolReply
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import evaluate
+from cuda_agent.evaluator.workspace_commands import Evaluator, ToolReply
 from cuda_agent.solutions.loader import load_solution
 from cuda_agent.workspace.init import init_workspace
 from cuda_agent.workspace.sandbox import Sandbox, SandboxPolicy

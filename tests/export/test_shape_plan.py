@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuda_agent.evaluator.worker.protocol import WorkerRequest
-from cuda_agent.evaluator.worker.shape_plan import run_shape_plan
+from cuda_agent.evaluator.requests import worker_request
+from cuda_agent.evaluator.worker.protocol import EvalSettings, ResultChannel
+from cuda_agent.evaluator.worker.shape_plan import run as run_shape_plan
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.problems.source import apply_size_overrides
+from tests.helpers import source_problem
+
+CPU = EvalSettings(backend="cpu")
 
 DATA_DEPENDENT = """
 import torch
@@ -32,16 +36,9 @@ def get_init_inputs():
 
 
 def plan(*sources: str) -> dict[str, Any]:
-    request = WorkerRequest(
-        mode="shape_plan",
-        nonce="",
-        backend="cpu",
-        problem_id="p",
-        problem_source=sources[0],
-        seed=1,
-        batch=[{"id": str(k), "source": s} for k, s in enumerate(sources)],
-    )
-    return run_shape_plan(request)
+    batch = [{"id": str(k), "source": s} for k, s in enumerate(sources)]
+    request = worker_request("shape_plan", CPU, source_problem(sources[0]), seed=1, batch=batch)
+    return run_shape_plan(request, ResultChannel(-1, ""))
 
 
 def test_bundled_problem_is_described_on_the_meta_device() -> None:

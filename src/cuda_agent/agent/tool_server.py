@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from cuda_agent.core.errors import CudaAgentError
-from cuda_agent.evaluator.feedback import TOOL_COMMANDS, Evaluator, ToolReply, run_tool
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import evaluate
+from cuda_agent.evaluator.workspace_commands import TOOL_COMMANDS, Evaluator, ToolReply, run_tool
 
 OnResult = Callable[[str, ToolReply], None]
 

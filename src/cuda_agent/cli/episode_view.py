@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.panel import Panel
 
 from cuda_agent.agent.trajectory import read_events
-from cuda_agent.evaluator.feedback import fmt_us, fmt_x
+from cuda_agent.evaluator.workspace_commands import fmt_us, fmt_x
 from cuda_agent.rollout import Episode
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +62,7 @@ def eval_command(
     ),
 ) -> None:
     """Evaluate SOLUTION against PROBLEM: build, verify, time, reward."""
-    options = dict(
+    options = eval_options(
         baselines=parse_csv(baselines),
         seed=seed,
         policy=policy,
@@ -108,12 +109,19 @@ def render_shapes(console: Console, result: EvalResult) -> None:
 
 
 @one_line_errors
+def eval_options(**values: Any) -> EvalOptions:
+    """The command's options, validated before anything is loaded (the backend, which may
+    need a look for a GPU, is set once they are known to be usable)."""
+    return EvalOptions(**values).validate()
+
+
+@one_line_errors
 def run_eval(
     problem: str,
     solution: Path,
     backend: str,
     size: str,
-    options: dict[str, Any],
+    opts: EvalOptions,
     quiet: bool,
     service: bool = True,
 ) -> EvalResult:
@@ -122,9 +130,9 @@ def run_eval(
         chosen = str(info["backend"])  # no torch import needed to know
     else:
         chosen = resolve_backend(backend)
+    opts = replace(opts, backend=chosen).validate()
     prob = resolve_problem(problem, resolve_size(size, chosen))
     sol = load_solution(solution)
-    opts = EvalOptions(backend=chosen, **options).validate()
     remote = info is not None and info.get("backend") == chosen
 
     def run(progress: Callable[[str, str], None] | None) -> EvalResult:

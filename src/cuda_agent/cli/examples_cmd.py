@@ -23,9 +23,9 @@ from cuda_agent.cli.common import (
 )
 from cuda_agent.cli.render import verdict_text
 from cuda_agent.core.types import EvalResult
-from cuda_agent.evaluator.feedback import fmt_us, fmt_x
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import evaluate
+from cuda_agent.evaluator.workspace_commands import fmt_us, fmt_x
 from cuda_agent.examples import example_solutions
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.solutions.loader import load_solution

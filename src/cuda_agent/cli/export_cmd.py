@@ -44,16 +44,16 @@ def export_command(
     timeout: float = typer.Option(600.0, help="Hard limit in seconds per evaluation process."),
 ) -> None:
     """Evaluate SOLUTION (with --shapes); if correct, write an installable package to OUT."""
-    chosen = resolve_backend(backend)
-    prob = resolve_problem(problem, resolve_size(size, chosen))
-    sol = load_solution(resolve_solution_path(solution))
-    opts = EvalOptions(
-        backend=chosen,
+    opts = EvalOptions(  # validated before anything is loaded; the backend is set next
         baselines=parse_csv(baselines),
         policy=policy,
         precision=precision,
         worker_timeout_s=timeout,
     ).validate()
+    chosen = resolve_backend(backend)
+    opts.backend = chosen
+    prob = resolve_problem(problem, resolve_size(size, chosen))
+    sol = load_solution(resolve_solution_path(solution))
     with err_console.status(f"exporting {sol.path.name} for {prob.id} ({chosen})") as status:
 
         def progress(stage: str, text: str) -> None:

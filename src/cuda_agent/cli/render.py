@@ -7,7 +7,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from cuda_agent.core.types import EvalResult
-from cuda_agent.evaluator.feedback import fmt_us, fmt_x, profile_lines
+from cuda_agent.evaluator.workspace_commands import fmt_us, fmt_x, profile_lines
 
 
 def verdict_text(result: EvalResult) -> str:

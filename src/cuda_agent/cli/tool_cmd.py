@@ -15,10 +15,10 @@ import typer
 
 from cuda_agent.cli.common import one_line_errors, parse_csv
 from cuda_agent.core.types import EvalResult, Problem, Solution
-from cuda_agent.evaluator.feedback import run_tool
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import evaluate
 from cuda_agent.evaluator.service import evaluate_remote
+from cuda_agent.evaluator.workspace_commands import run_tool
 from cuda_agent.workspace.init import read_metadata
 
 app = typer.Typer(help="Workspace commands (run inside a workdir).", no_args_is_help=True)

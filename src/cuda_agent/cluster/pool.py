@@ -140,7 +140,7 @@ def run_worker_task(
     from cuda_agent.evaluator.worker_process import run_worker, worker_env
 
     visible = env_extra.get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES"))
-    lock = device_lock_path(request.backend, visible)
+    lock = device_lock_path(request.settings.backend, visible)
     ensure_dir(lock.parent)
     lock.touch(exist_ok=True)
     request.lock_path = str(lock)
@@ -159,4 +159,6 @@ def run_worker_task(
     if outcome.record is None:
         tail = outcome.stderr_tail.strip().splitlines()[-1:] or [""]
         error = f"the worker {outcome.death_reason()} {tail[0]}".strip()
-    return WorkerTaskResult(outcome.record, outcome.events, error, visible or request.backend)
+    return WorkerTaskResult(
+        outcome.record, outcome.events, error, visible or request.settings.backend
+    )

@@ -22,15 +22,16 @@ from typing import Any
 from cuda_agent.core.paths import ensure_dir, scratch_dir
 from cuda_agent.core.types import EvalResult, Problem, Solution, SolutionKind, StageError
 from cuda_agent.evaluator import problem_lint
-from cuda_agent.evaluator.baselines import compile_baseline
 from cuda_agent.evaluator.builder.builder import BuildResult, build_extension
 from cuda_agent.evaluator.builder.inline import inline_spec, workdir_spec
 from cuda_agent.evaluator.builder.spec import ExtensionSpec, FlagError
-from cuda_agent.evaluator.ncu import ncu_metrics
+from cuda_agent.evaluator.compile_baseline import compile_baseline
+from cuda_agent.evaluator.ncu_profile import ncu_metrics
 from cuda_agent.evaluator.options import EvalOptions
+from cuda_agent.evaluator.requests import worker_request
 from cuda_agent.evaluator.reward import compute_reward
 from cuda_agent.evaluator.shapes import verify_shapes
-from cuda_agent.evaluator.worker.protocol import WorkerRequest
+from cuda_agent.evaluator.worker.protocol import EvaluationRecord
 from cuda_agent.evaluator.worker.shim import failure_key
 from cuda_agent.evaluator.worker_process import (
     SpareWorkers,
@@ -153,8 +154,9 @@ def execute(
             device_lock,
         )
         stage_times["worker"] = round(time.monotonic() - started, 3)
-        error = _absorb_worker(result, outcome)
-        problem_lint.attach(result, prepared.problem, opts, outcome.record)
+        record = EvaluationRecord.from_dict(outcome.record) if outcome.record else None
+        error = _absorb_worker(result, outcome, record)
+        problem_lint.attach(result, prepared.problem, opts, record)
         if error is None and "compile" in opts.baselines and result.correct:
             started = time.monotonic()
             notify("baseline", "torch.compile baseline")
@@ -262,27 +264,16 @@ def _run_candidate(
     prebuilt = None
     if solution.kind is SolutionKind.WORKDIR and builds and builds[0].module_path:
         prebuilt = str(builds[0].module_path)
-    request = WorkerRequest(
-        mode="evaluate",
-        nonce="",
-        backend=opts.backend,
-        problem_id=problem.id,
-        problem_source=problem.source,
-        seed=seed,
+    request = worker_request(
+        "evaluate",
+        opts,
+        problem,
+        seed,
         solution_kind=solution.kind.value,
         solution_root="",  # set by run_worker: the files go to the worker's own folder
         solution_entry=solution.entry_file,
         prebuilt_module=prebuilt,
         known_build_failures=dict(known_build_failures),
-        trials=opts.trials,
-        atol=opts.atol if opts.atol is not None else problem.tolerance.atol,
-        rtol=opts.rtol if opts.rtol is not None else problem.tolerance.rtol,
-        policy=opts.policy,
-        cpu_threads=opts.cpu_threads,
-        build_timeout_s=opts.build_timeout_s,
-        precision=opts.precision,
-        profile=opts.profile,
-        timing=opts.timing,
         problem_lint=problem_lint.lint_wanted(problem, opts),
         lock_path=device_lock,
     )
@@ -304,17 +295,11 @@ def _run_candidate(
         sandboxed=opts.sandbox,
         allow_unsandboxed=opts.allow_unsandboxed,
     )
-    if (
-        opts.profile
-        and opts.backend == "cuda"
-        and outcome.record is not None
-        and outcome.record.get("correct")
-    ):
+    if opts.profile and opts.backend == "cuda" and outcome.record and outcome.record["correct"]:
         notify("profile", "Nsight Compute metrics")
-        record = outcome.record
-        record.setdefault("profile", {})["ncu"] = ncu_metrics(
-            request, scratch / "ncu", solution.files, opts.sandbox
-        )
+        profile = outcome.record.get("profile") or {}
+        profile["ncu"] = ncu_metrics(request, scratch / "ncu", solution.files, opts.sandbox)
+        outcome.record["profile"] = profile
     return outcome
 
 
@@ -329,7 +314,26 @@ def spare_workers() -> SpareWorkers:
     return _SPARES
 
 
-def _absorb_worker(result: EvalResult, outcome: WorkerOutcome) -> StageError | None:
+# the parts of a worker's record that ``EvalResult.details`` carries under the same names
+RECORD_DETAILS = (
+    "device",
+    "verify",
+    "timing",
+    "custom_calls_per_forward",
+    "kernels",
+    "profile",
+    "worker_phases_s",
+    "device_turns_given_up",
+    "precision",
+    "notes",
+    "weight_probe",
+)
+
+
+def _absorb_worker(
+    result: EvalResult, outcome: WorkerOutcome, record: EvaluationRecord | None
+) -> StageError | None:
+    """Fill ``result`` from the worker's record (or from how the worker died, without one)."""
     result.details["isolation"] = outcome.isolation
     # how much of the worker's seconds was its own start-up: a spare that had finished its
     # warm start reads 0.0, one still warming (or a fresh worker) the seconds it took
@@ -337,7 +341,6 @@ def _absorb_worker(result: EvalResult, outcome: WorkerOutcome) -> StageError | N
         "source": outcome.source,
         "ready_after_s": outcome.ready_after_s,
     }
-    record = outcome.record
     if record is None:
         stage = outcome.last_stage or "load"
         tail = _last_lines(outcome.stderr_tail, 6)
@@ -350,37 +353,25 @@ def _absorb_worker(result: EvalResult, outcome: WorkerOutcome) -> StageError | N
         if tail:
             message += f"; last output:\n{tail}"
         return StageError(stage, message)
-    result.compiled = bool(record.get("compiled", result.compiled))
-    result.correct = bool(record.get("correct"))
-    result.flags.extend(str(f) for f in record.get("flags", []))
-    result.warnings.extend(str(w) for w in record.get("warnings", []))
-    result.runtime_us = record.get("runtime_us")
-    result.eager_us = record.get("eager_us")
-    for key in (
-        "device",
-        "verify",
-        "timing",
-        "custom_calls_per_forward",
-        "kernels",
-        "profile",
-        "worker_phases_s",
-        "device_turns_given_up",
-        "precision",
-        "notes",
-        "weight_probe",
-    ):
-        if key in record:
-            result.details[key] = record[key]
-    if record.get("builds"):
-        result.details.setdefault("builds", []).extend(record["builds"])
+    result.compiled = record.compiled
+    result.correct = record.correct
+    result.flags.extend(record.flags)
+    result.warnings.extend(record.warnings)
+    result.runtime_us = record.runtime_us
+    result.eager_us = record.eager_us
+    for key in RECORD_DETAILS:
+        value = getattr(record, key)
+        if value is not None:
+            result.details[key] = value
+    if record.builds:
+        result.details.setdefault("builds", []).extend(record.builds)
     if outcome.stdout_tail.strip():
         result.details["candidate_stdout_tail"] = _last_lines(outcome.stdout_tail, 20)
-    error = record.get("error")
-    if isinstance(error, dict):
-        message = str(error.get("message", ""))
-        if error.get("stage") in ("load", "verify") and outcome.stderr_tail.strip():
+    if record.error is not None:
+        stage = record.error.get("stage", "internal")
+        if stage in ("load", "verify") and outcome.stderr_tail.strip():
             result.details["candidate_stderr_tail"] = _last_lines(outcome.stderr_tail, 20)
-        return StageError(str(error.get("stage", "internal")), message)
+        return StageError(stage, record.error.get("message", ""))
     return None
 
 

@@ -12,7 +12,8 @@ from typing import Any
 
 from cuda_agent.core.paths import ensure_dir, scratch_dir
 from cuda_agent.core.types import Problem
-from cuda_agent.evaluator.worker.protocol import WorkerRequest
+from cuda_agent.evaluator.requests import worker_request
+from cuda_agent.evaluator.worker.protocol import EvalSettings, WorkerRequest
 from cuda_agent.evaluator.worker_process import run_worker
 
 
@@ -43,22 +44,13 @@ def check_problem_runtime(
 def check_request(
     problem: Problem, backend: str, seed: int = 0, cpu_threads: int = 1
 ) -> WorkerRequest:
-    """The worker request that runs and lints ``problem`` (mode ``check_problem``)."""
-    return WorkerRequest(
-        mode="check_problem",
-        nonce="",
-        backend=backend,
-        problem_id=problem.id,
-        problem_source=problem.source,
-        seed=seed,
-        cpu_threads=cpu_threads,
-        atol=problem.tolerance.atol,
-        rtol=problem.tolerance.rtol,
-    )
+    """The worker request that runs and lints ``problem`` (mode ``problem_check``)."""
+    settings = EvalSettings(backend=backend, cpu_threads=cpu_threads)
+    return worker_request("problem_check", settings, problem, seed)
 
 
 def check_report(record: dict[str, Any]) -> dict[str, Any]:
-    """The report in a ``check_problem`` worker's record."""
+    """The report in a ``problem_check`` worker's record."""
     if "ok" not in record:  # an internal error record
         error = record.get("error", {})
         return {"ok": False, "error": str(error.get("message", error))}

@@ -30,9 +30,9 @@ from typing import Any
 from cuda_agent.core.paths import cache_root, ensure_dir
 from cuda_agent.core.types import EvalResult, Problem
 from cuda_agent.evaluator.options import EvalOptions
+from cuda_agent.evaluator.worker.protocol import EvaluationRecord
 
 LINT_VERSION = "1"
-RECORD_KEY = "problem_lint"  # where the worker's record carries a fresh lint
 MEANINGS = {
     "zeros_pass": "an all-zeros output passes",
     "constant_pass": "a constant output passes",
@@ -80,11 +80,11 @@ def store_lint(problem: Problem, opts: EvalOptions, entry: dict[str, Any]) -> No
 
 
 def attach(
-    result: EvalResult, problem: Problem, opts: EvalOptions, record: dict[str, Any] | None
+    result: EvalResult, problem: Problem, opts: EvalOptions, record: EvaluationRecord | None
 ) -> None:
     """Store a fresh lint from the worker's ``record`` (if any), then set
     ``result.problem_flags`` from the cache and warn when the problem is degenerate."""
-    fresh = (record or {}).get(RECORD_KEY)
+    fresh = record.problem_lint if record is not None else None
     if isinstance(fresh, dict) and _valid(fresh):
         try:
             if not fresh.get("partial"):

@@ -26,7 +26,7 @@ from cuda_agent.core.hashing import text_hash
 from cuda_agent.core.paths import ensure_dir, scratch_dir
 from cuda_agent.core.types import EvalResult, Problem
 from cuda_agent.evaluator.options import EvalOptions
-from cuda_agent.evaluator.worker.protocol import WorkerRequest
+from cuda_agent.evaluator.requests import worker_request
 from cuda_agent.evaluator.worker_process import run_worker, worker_env
 from cuda_agent.problems.variants import SizeVariant, size_variants, used_size_constants
 
@@ -97,17 +97,7 @@ def plan_shapes(
     """
     batch = [{"id": "base", "source": problem.source}]
     batch += [{"id": v.label, "source": v.source} for v in variants]
-    request = WorkerRequest(
-        mode="shape_plan",
-        nonce="",
-        backend=opts.backend,
-        problem_id=problem.id,
-        problem_source=problem.source,
-        seed=seed,
-        cpu_threads=opts.cpu_threads,
-        precision=opts.precision,
-        batch=batch,
-    )
+    request = worker_request("shape_plan", opts, problem, seed, batch=batch)
     scratch = ensure_dir(scratch_dir()) / f"plan-{secrets.token_hex(6)}"
     try:
         outcome = run_worker(

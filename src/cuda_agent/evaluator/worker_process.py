@@ -366,9 +366,13 @@ def run_worker(
     """
     env = env or worker_env()
     if spares is not None and not prefix:
-        handle = spares.take(request.backend, env, sandboxed, spare_depth, allow_unsandboxed)
+        handle = spares.take(
+            request.settings.backend, env, sandboxed, spare_depth, allow_unsandboxed
+        )
     else:
-        handle = spawn_worker(request.backend, env, scratch, prefix, sandboxed, allow_unsandboxed)
+        handle = spawn_worker(
+            request.settings.backend, env, scratch, prefix, sandboxed, allow_unsandboxed
+        )
     if files is not None:
         root = handle.folder / "solution"
         for rel, text in files.items():

@@ -30,9 +30,9 @@ from typing import Any
 
 from cuda_agent.cluster.pool import EvalJob, EvalPool
 from cuda_agent.core.types import EvalResult, Problem, Solution
-from cuda_agent.evaluator.feedback import Evaluator
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import evaluate
+from cuda_agent.evaluator.workspace_commands import Evaluator
 
 _POOLS: dict[tuple[str, str], EvalPool] = {}
 _POOLS_LOCK = threading.Lock()

@@ -62,9 +62,9 @@ from cuda_agent.agent.trajectory import Trajectory
 from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.core.paths import cache_root
 from cuda_agent.core.types import EvalResult, Problem
-from cuda_agent.evaluator.feedback import Evaluator
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import evaluate
+from cuda_agent.evaluator.workspace_commands import Evaluator
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.rollout import BestTracker, ipc_base
 from cuda_agent.solutions.loader import load_solution

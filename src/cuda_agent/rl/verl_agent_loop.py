@@ -48,8 +48,8 @@ from cuda_agent.agent.prompts import SYSTEM_PROMPT
 from cuda_agent.agent.tools.base import ToolOutcome
 from cuda_agent.agent.tools.registry import default_tools
 from cuda_agent.core.types import EvalResult
-from cuda_agent.evaluator.feedback import Evaluator
 from cuda_agent.evaluator.options import EvalOptions
+from cuda_agent.evaluator.workspace_commands import Evaluator
 from cuda_agent.rl import verl_compat
 from cuda_agent.rl.episode_tokens import ChatTokens
 from cuda_agent.rl.evaluation_config import EvaluationSettings

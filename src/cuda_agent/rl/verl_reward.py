@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from cuda_agent.core.types import EvalResult, Problem
-from cuda_agent.evaluator.feedback import Evaluator
 from cuda_agent.evaluator.options import EvalOptions
+from cuda_agent.evaluator.workspace_commands import Evaluator
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.rl.evaluation_config import EvaluationSettings
 from cuda_agent.solutions.loader import load_solution

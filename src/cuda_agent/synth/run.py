@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 from cuda_agent.cluster.pool import EvalPool, WorkerTaskResult
 from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.core.jsonl import append_line, read_lines
-from cuda_agent.evaluator.worker.protocol import WorkerRequest
+from cuda_agent.evaluator.requests import worker_request
+from cuda_agent.evaluator.worker.protocol import EvalSettings
 from cuda_agent.synth.filters import STATIC_FILTERS, StaticFilters
 
 if TYPE_CHECKING:  # compose imports torch: the command line must start without it
@@ -148,13 +149,12 @@ class SynthRun:
     # --- the execution filters, on the pool -----------------------------------------------
 
     def _submit(self, rows: list[dict[str, Any]]) -> None:
-        request = WorkerRequest(
-            mode="synth_check",
-            nonce="",
-            backend=self.config.backend,
+        request = worker_request(
+            "synth_check",
+            EvalSettings(backend=self.config.backend),
+            None,
+            self.config.seed,
             problem_id=rows[0]["id"],
-            problem_source="",
-            seed=self.config.seed,
             batch=[{"id": r["id"], "source": r["source"]} for r in rows],
             window_ms=list(self.config.window()),
         )

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from cuda_agent.evaluator.worker.guards import GlobalState
-from cuda_agent.evaluator.worker.names import POLICIES, rules
+from cuda_agent.evaluator.worker.policies import POLICIES, rules
 
 
 def test_strict_is_the_papers_rules() -> None:

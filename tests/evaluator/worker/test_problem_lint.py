@@ -2,8 +2,10 @@
 
 import pytest
 
-from cuda_agent.evaluator.worker.problem_check import run_check_problem
-from cuda_agent.evaluator.worker.protocol import WorkerRequest
+from cuda_agent.evaluator.requests import worker_request
+from cuda_agent.evaluator.worker.problem_check import run as run_check_problem
+from cuda_agent.evaluator.worker.protocol import EvalSettings, ResultChannel
+from tests.helpers import source_problem
 
 TEMPLATE = """
 import torch
@@ -24,17 +26,14 @@ def get_init_inputs():
     return []
 """
 
+NO_CHANNEL = ResultChannel(-1, "")  # a channel that sends nothing
+CPU = EvalSettings(backend="cpu")
+
 
 def lint(expr: str) -> list[str]:
-    request = WorkerRequest(
-        mode="check_problem",
-        nonce="",
-        backend="cpu",
-        problem_id="p",
-        problem_source=TEMPLATE.format(expr=expr),
-        seed=5,
-    )
-    report = run_check_problem(request)
+    problem = source_problem(TEMPLATE.format(expr=expr))
+    request = worker_request("problem_check", CPU, problem, seed=5)
+    report = run_check_problem(request, NO_CHANNEL)
     assert report["ok"], report
     return list(report["lint"])
 
@@ -65,15 +64,9 @@ def test_lint_flags(expr: str, expected: list[str]) -> None:
 
 
 def test_broken_problems_are_errors() -> None:
-    request = WorkerRequest(
-        mode="check_problem",
-        nonce="",
-        backend="cpu",
-        problem_id="p",
-        problem_source=TEMPLATE.format(expr="x / 0 * 0"),
-        seed=5,
-    )
-    report = run_check_problem(request)
+    problem = source_problem(TEMPLATE.format(expr="x / 0 * 0"))
+    request = worker_request("problem_check", CPU, problem, seed=5)
+    report = run_check_problem(request, NO_CHANNEL)
     assert not report["ok"] and "NaN or infinite" in report["error"]
 
 

@@ -7,6 +7,7 @@ be started ahead of time and wait here at no cost to the next evaluation's laten
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import sys
 import traceback
@@ -46,32 +47,9 @@ def main() -> int:
     request = WorkerRequest.from_json(raw)
     channel = ResultChannel(request.result_fd, request.nonce)
     try:
-        if request.mode == "evaluate":
-            from cuda_agent.evaluator.worker.evaluate import run_evaluate
-
-            result = run_evaluate(request, channel)
-        elif request.mode == "check_problem":
-            from cuda_agent.evaluator.worker.problem_check import run_check_problem
-
-            result = run_check_problem(request)
-        elif request.mode == "baseline_compile":
-            from cuda_agent.evaluator.worker.baseline import run_baseline_compile
-            from cuda_agent.evaluator.worker.device_turn import holding
-
-            with holding(request.lock_path):  # a shared GPU: one job's device work at a time
-                result = run_baseline_compile(request)
-        elif request.mode == "synth_check":
-            from cuda_agent.evaluator.worker.synth_check import run_synth_check
-
-            result = run_synth_check(request, channel)
-        elif request.mode == "shape_plan":
-            from cuda_agent.evaluator.worker.shape_plan import run_shape_plan
-
-            result = run_shape_plan(request)
-        else:
-            from cuda_agent.evaluator.worker.profile_run import run_profile_run
-
-            result = run_profile_run(request)
+        # every mode is the module of its name here, with ``run(request, channel)``
+        mode = importlib.import_module(f"cuda_agent.evaluator.worker.{request.mode}")
+        result = mode.run(request, channel)
     except BaseException as err:
         tail = traceback.format_exc(limit=4)[-1500:]
         result = {

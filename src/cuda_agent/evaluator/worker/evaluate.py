@@ -61,7 +61,7 @@ from cuda_agent.evaluator.worker.kernels import (
     summarise_kernels,
 )
 from cuda_agent.evaluator.worker.modules import describe_exception
-from cuda_agent.evaluator.worker.names import (
+from cuda_agent.evaluator.worker.policies import (
     NOTE_BUILD_FAILED_CAUGHT,
     NOTE_CUDNN_BENCHMARK,
     NOTE_WEIGHTS_NOT_TRANSFERRED,
@@ -70,7 +70,7 @@ from cuda_agent.evaluator.worker.names import (
 )
 from cuda_agent.evaluator.worker.precision import apply_precision
 from cuda_agent.evaluator.worker.problem_lint import lint_reference
-from cuda_agent.evaluator.worker.protocol import ResultChannel, WorkerRequest
+from cuda_agent.evaluator.worker.protocol import EvaluationRecord, ResultChannel, WorkerRequest
 from cuda_agent.evaluator.worker.reference import ProblemFailure, Reference, build_reference
 from cuda_agent.evaluator.worker.shim import BuildShim, private_temp_roots
 from cuda_agent.evaluator.worker.tensors import clone_nested, derive_seed, fingerprint_nested
@@ -109,14 +109,8 @@ class Phases:
         self._last = now
 
 
-def run_evaluate(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
-    result: dict[str, Any] = {
-        "compiled": False,
-        "correct": False,
-        "flags": [],
-        "warnings": [],
-        "notes": [],
-    }
+def run(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
+    result = EvaluationRecord()
     phases = Phases()
     given_up = 0  # times the shared GPU was left to another job while this one compiled
     try:
@@ -126,57 +120,47 @@ def run_evaluate(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
             finally:
                 given_up = turn.given_up
     except Verdict as v:
-        result["error"] = {"stage": v.stage, "message": str(v)}
-        result["flags"].extend(f for f in v.flags if f not in result["flags"])
-        result["correct"] = False
+        result.fail(v.stage, str(v), v.flags)
     except ProblemFailure as err:
-        result["error"] = {"stage": "problem", "message": str(err)}
+        result.error = {"stage": "problem", "message": str(err)}
     except CandidateFailure as err:
-        result["error"] = {"stage": err.stage, "message": str(err)}
-    if result.get("error", {}).get("stage") == "build":
-        result["compiled"] = False
-    result["worker_phases_s"] = phases.seconds
-    if given_up:
-        result["device_turns_given_up"] = given_up
-    return result
-
-
-def _note(result: dict[str, Any], name: str, text: str) -> None:
-    """A warning-level finding: its name in ``notes``, its text in ``warnings`` (once)."""
-    if name not in result["notes"]:
-        result["notes"].append(name)
-        result["warnings"].append(f"{name}: {text}")
+        result.error = {"stage": err.stage, "message": str(err)}
+    if result.error is not None and result.error.get("stage") == "build":
+        result.compiled = False
+    result.worker_phases_s = phases.seconds
+    result.device_turns_given_up = given_up or None
+    return result.to_dict()
 
 
 def _evaluate(
-    req: WorkerRequest, channel: ResultChannel, result: dict[str, Any], phases: Phases
+    req: WorkerRequest, channel: ResultChannel, result: EvaluationRecord, phases: Phases
 ) -> None:
     torch.set_grad_enabled(False)
-    apply_precision(req.precision)
-    device = make_device(req.backend, req.cpu_threads)
-    result["device"] = device.info()
-    result["precision"] = req.precision
+    apply_precision(req.settings.precision)
+    device = make_device(req.settings.backend, req.settings.cpu_threads)
+    result.device = device.info()
+    result.precision = req.settings.precision
     channel.send("stage", stage="load")
-    timing_sets = req.timing.input_sets if req.timing.enabled else 0
-    ref = build_reference(req.problem_source, req.seed, device, req.trials, timing_sets)
-    result["warnings"].extend(ref.notes)
+    timing_sets = req.settings.timing.input_sets if req.settings.timing.enabled else 0
+    ref = build_reference(req.problem_source, req.seed, device, req.settings.trials, timing_sets)
+    result.warnings.extend(ref.notes)
     canary = fingerprint_nested(_call(ref.model, clone_nested(ref.verify_sets[0])))
     device.synchronize()
     phases.mark("reference_and_inputs")
     if req.problem_lint:  # the parent has no cached lint of this problem (problem_lint.py)
-        result["problem_lint"] = lint_reference(ref, req.seed, req.atol, req.rtol, device)
+        result.problem_lint = lint_reference(ref, req.seed, req.atol, req.rtol, device)
         phases.mark("problem_lint")
     prime_recorder()
-    policy = rules(req.policy)
+    policy = rules(req.settings.policy)
     set_compile_disabled(policy.compile_disabled)
     state = GlobalState(policy.tolerated_switches)
     identities = FunctionIdentities()
 
     root = Path(req.solution_root)
     shim = BuildShim(
-        req.backend,
+        req.settings.backend,
         root,
-        req.build_timeout_s,
+        req.settings.build_timeout_s,
         roots=private_temp_roots(root),
         known_failures=req.known_build_failures,
     )
@@ -187,12 +171,11 @@ def _evaluate(
             req, channel, result, phases, ref, canary, device, shim, state, identities, policy
         )
     finally:
-        result["builds"] = [b.to_dict() for b in shim.builds]
+        result.builds = [b.to_dict() for b in shim.builds]
         if shim.failure is not None and not shim.module_paths:
-            result["compiled"] = False  # nothing the solution built could be loaded
+            result.compiled = False  # nothing the solution built could be loaded
         if "cudnn_benchmark" in state.tolerated_seen:
-            _note(
-                result,
+            result.note(
                 NOTE_CUDNN_BENCHMARK,
                 "ModelNew set torch.backends.cudnn.benchmark; the policy allows it, and the "
                 "switch was restored after every call (the reference and the baselines run "
@@ -203,7 +186,7 @@ def _evaluate(
 def _candidate_stages(
     req: WorkerRequest,
     channel: ResultChannel,
-    result: dict[str, Any],
+    result: EvaluationRecord,
     phases: Phases,
     ref: Reference,
     canary: list[tuple[int, ...]],
@@ -219,7 +202,7 @@ def _candidate_stages(
     model_new = import_candidate(
         req.solution_kind, root, req.solution_entry, req.prebuilt_module, shim
     )
-    result["compiled"] = True
+    result.compiled = True
     _integrity(ref, state, identities, threads_before, where="while importing the candidate")
     instance = instantiate(
         model_new,
@@ -240,8 +223,8 @@ def _candidate_stages(
     trials, ops = _verify(
         req, ref, cand, device, shim, state, identities, threads_before, cand_weights, files
     )
-    result["verify"] = {"trials": trials, "ops": dict(sorted(ops.items()))}
-    result["custom_calls_per_forward"] = shim.usage.calls / max(1, len(ref.verify_sets))
+    result.verify = {"trials": trials, "ops": dict(sorted(ops.items()))}
+    result.custom_calls_per_forward = shim.usage.calls / max(1, len(ref.verify_sets))
     if policy.weight_probe:
         _weight_probe(req, ref, instance, device, shim, state, identities, threads_before, result)
     _weights_note(ref, instance, result)
@@ -252,16 +235,16 @@ def _candidate_stages(
         _kernel_check(req, ref, cand, shim, result)
         threads_before = thread_count()  # the profiler starts threads of its own
         phases.mark("kernel_record")
-    result["correct"] = True
+    result.correct = True
 
-    if req.timing.enabled:
+    if req.settings.timing.enabled:
         channel.send("stage", stage="time")
         _time(req, ref, cand, device, shim, state, identities, threads_before, result)
         phases.mark("time")
         if device.name == "cuda":
             _stream_check(req, ref, cand, device, result)
             phases.mark("stream_check")
-    if req.profile and device.name == "cuda":
+    if req.settings.profile and device.name == "cuda":
         channel.send("stage", stage="profile")
         _profile(ref, cand, shim, result)
         phases.mark("profile")
@@ -298,7 +281,7 @@ def _verify(
         _integrity(
             ref, state, identities, threads_before, where=f"during trial {k + 1}", inputs=False
         )
-        _policy(req.policy, recorder, shim.usage.calls - calls_before, shim.failure)
+        _policy(req.settings.policy, recorder, shim.usage.calls - calls_before, shim.failure)
         if fingerprint_nested(list(cand.state_dict().values())) != cand_weights:
             raise Verdict(
                 "verify",
@@ -391,7 +374,7 @@ def _weight_probe(
     state: GlobalState,
     identities: FunctionIdentities,
     threads_before: int,
-    result: dict[str, Any],
+    result: EvaluationRecord,
 ) -> None:
     """Give both models the same new parameter values; they must still agree (``weights.py``).
 
@@ -401,7 +384,7 @@ def _weight_probe(
     a copy made here; the reference's fingerprint must then hold again.
     """
     pairs, reason = probe_pairs(ref.model, instance.model, instance.transfer.transferred)
-    result["weight_probe"] = {"ran": bool(pairs), "parameters": len(pairs), "skipped": reason}
+    result.weight_probe = {"ran": bool(pairs), "parameters": len(pairs), "skipped": reason}
     if not pairs:
         return
     generator = torch.Generator(device=device.torch_device)
@@ -442,23 +425,22 @@ def _weight_probe(
         )
 
 
-def _weights_note(ref: Reference, instance: Instance, result: dict[str, Any]) -> None:
+def _weights_note(ref: Reference, instance: Instance, result: EvaluationRecord) -> None:
     if instance.transfer.transferred:
         return
-    probe = result.get("weight_probe") or {}
+    probe = result.weight_probe or {}
     text = not_transferred_text(instance.transfer, bool(probe.get("ran")), probe.get("skipped"))
     if instance.built_on_host != ref.built_on_host:
         text += "; note: ModelNew and Model were not built on the same device (see warnings)"
-    _note(result, NOTE_WEIGHTS_NOT_TRANSFERRED, text)
+    result.note(NOTE_WEIGHTS_NOT_TRANSFERRED, text)
 
 
-def _fallback_note(shim: BuildShim, result: dict[str, Any]) -> None:
+def _fallback_note(shim: BuildShim, result: EvaluationRecord) -> None:
     """A build failure the solution caught, under a policy that let it through (``off``)."""
     if shim.failure is None:
         return
     ran = "custom code from other extensions ran" if shim.usage.calls else "no custom code ran"
-    _note(
-        result,
+    result.note(
         NOTE_BUILD_FAILED_CAUGHT,
         f"an extension build failed and the solution caught the error ({ran}); the build "
         f"error:\n{shim.failure}",
@@ -470,17 +452,17 @@ def _kernel_check(
     ref: Reference,
     cand: torch.nn.Module,
     shim: BuildShim,
-    result: dict[str, Any],
+    result: EvaluationRecord,
 ) -> None:
     """Record the GPU kernels of one candidate call; under `kernelbench`, own kernels must work."""
     names = candidate_kernel_names(shim.module_paths)
     activities = profile_call(functools.partial(_call, cand, clone_nested(ref.verify_sets[0])))
     summary = summarise_kernels(activities, names)
-    result["kernels"] = summary.as_dict()
+    result.kernels = summary.as_dict()
     if names is None:
-        result["warnings"].append("nm not found: custom kernels cannot be told from torch's")
+        result.warnings.append("nm not found: custom kernels cannot be told from torch's")
         return
-    if req.policy == "kernelbench" and summary.coverage < KERNELBENCH_MIN_COVERAGE:
+    if req.settings.policy == "kernelbench" and summary.coverage < KERNELBENCH_MIN_COVERAGE:
         raise Verdict(
             "verify",
             f"policy kernelbench: your own kernels took {100 * summary.coverage:.2g}% of the "
@@ -548,7 +530,7 @@ def _integrity(
         )
 
 
-def _check_canary(ref: Reference, canary: list[tuple[int, ...]], result: dict[str, Any]) -> None:
+def _check_canary(ref: Reference, canary: list[tuple[int, ...]], result: EvaluationRecord) -> None:
     again = fingerprint_nested(_call(ref.model, clone_nested(ref.verify_sets[0])))
     if again == canary:
         return
@@ -560,7 +542,7 @@ def _check_canary(ref: Reference, canary: list[tuple[int, ...]], result: dict[st
             "the candidate was imported",
             ["reference_changed"],
         )
-    result["warnings"].append("the reference is not bitwise deterministic on this device")
+    result.warnings.append("the reference is not bitwise deterministic on this device")
 
 
 def _time(
@@ -572,7 +554,7 @@ def _time(
     state: GlobalState,
     identities: FunctionIdentities,
     threads_before: int,
-    result: dict[str, Any],
+    result: EvaluationRecord,
 ) -> None:
     skipped = 0
 
@@ -603,7 +585,7 @@ def _time(
         lambda args: _call(ref.model, args),
         ref.timing_inputs(),
         device,
-        req.timing,
+        req.settings.timing,
         req.atol,
         req.rtol,
         random.Random(req.seed),
@@ -612,16 +594,16 @@ def _time(
     if outcome.failure:
         raise Verdict("time", outcome.failure, outcome.flags)
     assert outcome.candidate is not None and outcome.reference is not None
-    required = rules(req.policy).custom_kernel_required
-    if required and result["custom_calls_per_forward"] > 0 and skipped:
+    required = rules(req.settings.policy).custom_kernel_required
+    if required and (result.custom_calls_per_forward or 0) > 0 and skipped:
         raise Verdict(
             "time",
             f"custom kernels ran during verification but not in {skipped} timed call(s)",
             ["custom_kernel_skipped_in_timing"],
         )
-    result["runtime_us"] = outcome.candidate.median_us
-    result["eager_us"] = outcome.reference.median_us
-    result["timing"] = {
+    result.runtime_us = outcome.candidate.median_us
+    result.eager_us = outcome.reference.median_us
+    result.timing = {
         "candidate": outcome.candidate.__dict__,
         "reference": outcome.reference.__dict__,
         "rounds": outcome.rounds,
@@ -636,7 +618,7 @@ def _stream_check(
     ref: Reference,
     cand: torch.nn.Module,
     device: Device,
-    result: dict[str, Any],
+    result: EvaluationRecord,
 ) -> None:
     """Device work of a call (all streams, CUPTI) must fit in the time CUDA events measured.
 
@@ -651,12 +633,14 @@ def _stream_check(
             args = clone_nested(ref.timing_inputs()[j % len(ref.timing_inputs())])
             device.flush_cache()
             busy[side].append(busy_us(profile_call(functools.partial(_call, model, args))))
-    measured = result["runtime_us"]
+    assert result.runtime_us is not None and result.eager_us is not None
+    assert result.timing is not None  # the stream check follows the timing
+    measured = result.runtime_us
     profiled = statistics.median(busy["cand"])
     control = statistics.median(busy["ref"])
-    drift = min(MAX_CLOCK_DRIFT, max(1.0, control / result["eager_us"]))
-    result["timing"]["profiler_busy_us"] = round(profiled, 3)
-    result["timing"]["profiler_busy_reference_us"] = round(control, 3)
+    drift = min(MAX_CLOCK_DRIFT, max(1.0, control / result.eager_us))
+    result.timing["profiler_busy_us"] = round(profiled, 3)
+    result.timing["profiler_busy_reference_us"] = round(control, 3)
     if profiled > measured * drift * STREAM_SLACK + STREAM_SLACK_US:
         raise Verdict(
             "time",
@@ -668,11 +652,11 @@ def _stream_check(
 
 
 def _profile(
-    ref: Reference, cand: torch.nn.Module, shim: BuildShim, result: dict[str, Any]
+    ref: Reference, cand: torch.nn.Module, shim: BuildShim, result: EvaluationRecord
 ) -> None:
     names = candidate_kernel_names(shim.module_paths)
     inputs = ref.timing_inputs()[0]
-    result["profile"] = {
+    result.profile = {
         "candidate": summarise_kernels(
             profile_call(functools.partial(_call, cand, clone_nested(inputs))), names
         ).as_dict(),

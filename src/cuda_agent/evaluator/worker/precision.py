@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from cuda_agent.evaluator.worker.names import PRECISIONS
+from cuda_agent.evaluator.worker.policies import PRECISIONS
 
 
 def apply_precision(name: str) -> None:

@@ -1,4 +1,4 @@
-"""The ``check_problem`` mode: run a problem, describe it, and lint it for degeneracy.
+"""The ``problem_check`` mode: run a problem, describe it, and lint it for degeneracy.
 
 Broken problems (the module does not import, ``get_inputs`` returns no tensors, the forward
 raises or returns NaN/Inf) are errors. A working problem is also linted, so that a trivial
@@ -25,7 +25,7 @@ from cuda_agent.evaluator.worker.construct import build_on_device
 from cuda_agent.evaluator.worker.device import Device, make_device
 from cuda_agent.evaluator.worker.modules import describe_exception
 from cuda_agent.evaluator.worker.precision import apply_precision
-from cuda_agent.evaluator.worker.protocol import WorkerRequest
+from cuda_agent.evaluator.worker.protocol import ResultChannel, WorkerRequest
 from cuda_agent.evaluator.worker.reference import (
     PROBLEM_FILE,
     ProblemFailure,
@@ -44,9 +44,9 @@ from cuda_agent.evaluator.worker.tensors import (
 INPUT_DRAWS = 3
 
 
-def run_check_problem(req: WorkerRequest) -> dict[str, Any]:
-    apply_precision(req.precision)
-    device = make_device(req.backend, req.cpu_threads)
+def run(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
+    apply_precision(req.settings.precision)
+    device = make_device(req.settings.backend, req.settings.cpu_threads)
     try:
         with torch.no_grad():  # scoped: tests call this in their own process
             report, _ = check_reference(req.problem_source, req.seed, req.atol, req.rtol, device)

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
+
+from cuda_agent.core.errors import ConfigError
+from cuda_agent.core.types import BACKENDS
+from cuda_agent.evaluator.worker.policies import POLICIES, PRECISIONS
 
 MODES = (
     "evaluate",
-    "check_problem",
-    "baseline_compile",
-    "profile_run",
+    "problem_check",
+    "compile_baseline",
+    "ncu_profile",
     "synth_check",
     "shape_plan",
 )
@@ -37,10 +41,78 @@ class TimingOptions:
 
 
 @dataclass
+class EvalSettings:
+    """What an evaluation decides that the parent and the worker share, validated once.
+
+    The CLI builds it (inside ``EvalOptions``, which adds what only the parent uses), every
+    worker request carries it unchanged (``WorkerRequest.settings``), and the worker reads it
+    there. A new option of this kind is a field here and a flag of the command line.
+    ``atol`` / ``rtol`` of None mean the problem's own tolerance (resolved by
+    ``evaluator.requests.worker_request``).
+    """
+
+    backend: str = "cpu"
+    trials: int = 5
+    atol: float | None = None
+    rtol: float | None = None
+    policy: str = "strict"
+    precision: str = "ieee"
+    cpu_threads: int = 1
+    build_timeout_s: float = 600.0
+    profile: bool = False
+    timing: TimingOptions = field(default_factory=TimingOptions)
+
+    def validate_settings(self) -> None:
+        """Raise ``ConfigError`` with one line saying which value is unusable."""
+        if self.backend not in BACKENDS:
+            raise ConfigError(
+                f"unknown backend {self.backend!r} (choose from {', '.join(BACKENDS)})"
+            )
+        if self.policy not in POLICIES:
+            raise ConfigError(f"unknown policy {self.policy!r} (choose from {', '.join(POLICIES)})")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(
+                f"unknown precision policy {self.precision!r} (choose from {', '.join(PRECISIONS)})"
+            )
+        if not 1 <= self.trials <= 100:
+            raise ConfigError("trials must be between 1 and 100")
+        for name in ("atol", "rtol"):
+            value = getattr(self, name)
+            if value is not None and not value >= 0:
+                raise ConfigError(f"{name} must be >= 0")
+
+    def shared(self) -> EvalSettings:
+        """These settings alone (a copy), without the fields a subclass adds."""
+        values = {f.name: getattr(self, f.name) for f in fields(EvalSettings)}
+        values["timing"] = replace(self.timing)
+        return EvalSettings(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in fields(EvalSettings)}
+        data["timing"] = asdict(self.timing)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EvalSettings:
+        values = dict(data)
+        values["timing"] = TimingOptions(**values.get("timing", {}))
+        return cls(**values)
+
+
+DEFAULT_TOLERANCE = 1e-2  # the paper's atol = rtol, used when a request names none
+
+
+@dataclass
 class WorkerRequest:
+    """One request to a worker: its mode, the settings, the problem and what the mode needs.
+
+    Built by ``evaluator.requests.worker_request`` (the one constructor), sent as one JSON
+    line. The fields after ``settings`` belong to one mode or to the process that runs it.
+    """
+
     mode: str
     nonce: str
-    backend: str
+    settings: EvalSettings
     problem_id: str
     problem_source: str
     seed: int
@@ -49,35 +121,91 @@ class WorkerRequest:
     solution_entry: str = ""
     prebuilt_module: str | None = None
     known_build_failures: dict[str, str] = field(default_factory=dict)  # shim.failure_key -> error
-    trials: int = 5
-    atol: float = 1e-2
-    rtol: float = 1e-2
-    policy: str = "strict"
-    cpu_threads: int = 1
-    build_timeout_s: float = 600.0
-    precision: str = "ieee"
-    profile: bool = False
     ncu_kernels: int = 0
-    timing: TimingOptions = field(default_factory=TimingOptions)
     result_fd: int = -1
     lock_path: str = ""  # the device's timing lock (set by the pool for shared devices)
     batch: list[dict[str, Any]] = field(default_factory=list)  # synth_check, shape_plan: sources
     window_ms: list[float] = field(default_factory=list)  # synth_check: eager runtime window
     problem_lint: bool = False  # evaluate: also lint the problem (evaluator/problem_lint.py)
 
+    @property
+    def atol(self) -> float:
+        """The absolute tolerance outputs are compared with."""
+        atol = self.settings.atol
+        return DEFAULT_TOLERANCE if atol is None else atol
+
+    @property
+    def rtol(self) -> float:
+        """The relative tolerance outputs are compared with."""
+        rtol = self.settings.rtol
+        return DEFAULT_TOLERANCE if rtol is None else rtol
+
     def to_json(self) -> str:
-        data = dict(self.__dict__)
-        data["timing"] = dict(self.timing.__dict__)
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["settings"] = self.settings.to_dict()
         return json.dumps(data)
 
     @classmethod
     def from_json(cls, text: str) -> WorkerRequest:
         data = json.loads(text)
-        timing = TimingOptions(**data.pop("timing", {}))
-        request = cls(timing=timing, **data)
+        settings = EvalSettings.from_dict(data.pop("settings", {}))
+        request = cls(settings=settings, **data)
         if request.mode not in MODES:
             raise ValueError(f"unknown worker mode {request.mode!r}")
         return request
+
+
+@dataclass
+class EvaluationRecord:
+    """What an ``evaluate`` worker returns (its ``result`` line, without nonce and type).
+
+    The worker fills it as the evaluation goes; the parent reads it back with ``from_dict``
+    and fills ``EvalResult`` from it (``evaluator.pipeline``). Optional parts stay None when
+    the evaluation stopped before them. ``error`` is ``{"stage", "message"}``.
+    """
+
+    compiled: bool = False
+    correct: bool = False
+    flags: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    error: dict[str, str] | None = None
+    runtime_us: float | None = None
+    eager_us: float | None = None
+    device: dict[str, Any] | None = None
+    precision: str | None = None
+    builds: list[dict[str, Any]] = field(default_factory=list)
+    verify: dict[str, Any] | None = None
+    custom_calls_per_forward: float | None = None
+    weight_probe: dict[str, Any] | None = None
+    kernels: dict[str, Any] | None = None
+    timing: dict[str, Any] | None = None
+    profile: dict[str, Any] | None = None
+    problem_lint: dict[str, Any] | None = None
+    worker_phases_s: dict[str, float] = field(default_factory=dict)
+    device_turns_given_up: int | None = None  # times a shared GPU was left while compiling
+    traceback: str | None = None  # an internal error's last frames (``__main__``)
+
+    def fail(self, stage: str, message: str, flags: list[str] | tuple[str, ...] = ()) -> None:
+        """Record a failing verdict at ``stage`` (its flags added once each)."""
+        self.error = {"stage": stage, "message": message}
+        self.flags.extend(f for f in flags if f not in self.flags)
+        self.correct = False
+
+    def note(self, name: str, text: str) -> None:
+        """A warning-level finding: its name in ``notes``, its text in ``warnings`` (once)."""
+        if name not in self.notes:
+            self.notes.append(name)
+            self.warnings.append(f"{name}: {text}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EvaluationRecord:
+        """The record in a result line; keys it does not know (nonce, type) are left out."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 class ResultChannel:

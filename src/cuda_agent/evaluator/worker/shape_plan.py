@@ -26,7 +26,7 @@ import torch
 from cuda_agent.evaluator.worker.device import Device, make_device
 from cuda_agent.evaluator.worker.modules import describe_exception
 from cuda_agent.evaluator.worker.precision import apply_precision
-from cuda_agent.evaluator.worker.protocol import WorkerRequest
+from cuda_agent.evaluator.worker.protocol import ResultChannel, WorkerRequest
 from cuda_agent.evaluator.worker.reference import (
     PROBLEM_FILE,
     ProblemFailure,
@@ -39,9 +39,9 @@ from cuda_agent.evaluator.worker.tensors import iter_tensors
 META = torch.device("meta")
 
 
-def run_shape_plan(req: WorkerRequest) -> dict[str, Any]:
-    apply_precision(req.precision)
-    device = make_device(req.backend, req.cpu_threads)
+def run(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
+    apply_precision(req.settings.precision)
+    device = make_device(req.settings.backend, req.settings.cpu_threads)
     budget = memory_budget(device)
     plans = []
     with torch.no_grad():  # scoped, so that calling it in-process leaves autograd alone

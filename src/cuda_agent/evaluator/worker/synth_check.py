@@ -50,14 +50,14 @@ TIMED_CALLS = 7
 TIME_CAP_S = 2.0
 
 
-def run_synth_check(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
+def run(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
     with torch.no_grad():  # scoped, so that calling it in-process leaves autograd alone
         return _run_batch(req, channel)
 
 
 def _run_batch(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
-    apply_precision(req.precision)
-    device = make_device(req.backend, req.cpu_threads)
+    apply_precision(req.settings.precision)
+    device = make_device(req.settings.backend, req.settings.cpu_threads)
     lo, hi = (req.window_ms[0], req.window_ms[1]) if req.window_ms else (0.0, float("inf"))
     verdicts = []
     for item in req.batch:

@@ -1,4 +1,4 @@
-"""The ``profile_run`` mode: run the candidate's forward a few times inside an NVTX range.
+"""The ``ncu_profile`` mode: run the candidate's forward a few times inside an NVTX range.
 
 Started by the parent under Nsight Compute (``ncu --nvtx --nvtx-include candidate/``), so that
 only the candidate's kernels are measured. No verification and no timing happen here; the
@@ -14,9 +14,9 @@ import torch
 
 from cuda_agent.evaluator.worker.candidate import CandidateFailure, import_candidate, instantiate
 from cuda_agent.evaluator.worker.device import make_device
-from cuda_agent.evaluator.worker.names import rules
+from cuda_agent.evaluator.worker.policies import rules
 from cuda_agent.evaluator.worker.precision import apply_precision
-from cuda_agent.evaluator.worker.protocol import WorkerRequest
+from cuda_agent.evaluator.worker.protocol import ResultChannel, WorkerRequest
 from cuda_agent.evaluator.worker.reference import ProblemFailure, build_reference
 from cuda_agent.evaluator.worker.shim import BuildShim
 from cuda_agent.evaluator.worker.tensors import clone_nested
@@ -25,14 +25,14 @@ NVTX_RANGE = "candidate"
 PROFILED_CALLS = 2
 
 
-def run_profile_run(req: WorkerRequest) -> dict[str, Any]:
+def run(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
     torch.set_grad_enabled(False)
-    apply_precision(req.precision)
-    device = make_device(req.backend, req.cpu_threads)
+    apply_precision(req.settings.precision)
+    device = make_device(req.settings.backend, req.settings.cpu_threads)
     try:
         ref = build_reference(req.problem_source, req.seed, device, 1, 0)
         root = Path(req.solution_root)
-        shim = BuildShim(req.backend, root, req.build_timeout_s)
+        shim = BuildShim(req.settings.backend, root, req.settings.build_timeout_s)
         shim.install()
         model_new = import_candidate(
             req.solution_kind, root, req.solution_entry, req.prebuilt_module, shim
@@ -46,7 +46,7 @@ def run_profile_run(req: WorkerRequest) -> dict[str, Any]:
             device,
             files,
             shim,
-            strict_weights=rules(req.policy).strict_weights,
+            strict_weights=rules(req.settings.policy).strict_weights,
             on_host=ref.built_on_host,
         ).model
         inputs = ref.verify_sets[0]

@@ -1,6 +1,6 @@
 """Nsight Compute metrics for the candidate's kernels (agent feedback, ``--profile``).
 
-Runs the candidate's forward in a ``profile_run`` worker under ``ncu``, restricted to the NVTX
+Runs the candidate's forward in a ``ncu_profile`` worker under ``ncu``, restricted to the NVTX
 range around the candidate's calls, and summarises a few metrics per kernel: compute and memory
 throughput as % of peak, achieved occupancy, DRAM bytes, duration. Optional: skipped (with a
 note) when ``ncu`` is not installed or cannot read the GPU's counters. Never part of a verdict.
@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -67,9 +68,8 @@ def ncu_metrics(
         "--launch-count",
         str(LAUNCH_LIMIT),
     ]
-    request.mode = "profile_run"
     outcome = run_worker(
-        request,
+        replace(request, mode="ncu_profile"),
         timeout_s=timeout_s,
         scratch=scratch,
         env=worker_env(),

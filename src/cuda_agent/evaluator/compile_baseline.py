@@ -14,7 +14,7 @@ import json
 import logging
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from cuda_agent.core import secret
 from cuda_agent.core.paths import baselines_dir, ensure_dir
 from cuda_agent.core.types import Problem
 from cuda_agent.evaluator.options import EvalOptions
-from cuda_agent.evaluator.worker.protocol import WorkerRequest
+from cuda_agent.evaluator.requests import worker_request
 from cuda_agent.evaluator.worker_process import run_worker, worker_env
 
 log = logging.getLogger(__name__)
@@ -81,19 +81,12 @@ def compile_baseline(
             cached=True,
             details=data,
         )
-    request = WorkerRequest(
-        mode="baseline_compile",
-        nonce="",
-        backend=opts.backend,
-        problem_id=problem.id,
-        problem_source=problem.source,
-        seed=opts.seed or 0,
-        atol=problem.tolerance.atol,
-        rtol=problem.tolerance.rtol,
-        cpu_threads=opts.cpu_threads,
-        precision=opts.precision,
-        profile=opts.profile,
-        timing=opts.timing,
+    # the comparison of compiled and eager outputs uses the problem's own tolerance
+    request = worker_request(
+        "compile_baseline",
+        replace(opts, atol=None, rtol=None),
+        problem,
+        opts.seed or 0,
         lock_path=device_lock,
     )
     env = worker_env(

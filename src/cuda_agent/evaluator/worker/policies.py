@@ -1,4 +1,4 @@
-"""Names of policies and precision settings, and what each policy decides; no torch needed.
+"""The policy table: the names of policies and precision settings, and what each policy decides.
 
 Importable by the CLI, options and clients. ``rules(policy)`` is the one place where a policy's
 decisions live; the worker reads them, ``docs/policy.md`` explains them rule by rule.

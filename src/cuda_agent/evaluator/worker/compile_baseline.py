@@ -1,8 +1,8 @@
-"""The ``baseline_compile`` mode: time ``torch.compile(Model)`` against eager ``Model``.
+"""The ``compile_baseline`` mode: time ``torch.compile(Model)`` against eager ``Model``.
 
 Runs in its own process, which never sees candidate code. Both are timed with the same
 interleaved protocol as candidates, and the ratio compile/eager is what the parent caches and
-combines with the live eager time of each evaluation (see ``evaluator/baselines.py``).
+combines with the live eager time of each evaluation (see ``evaluator/compile_baseline.py``).
 """
 
 from __future__ import annotations
@@ -14,24 +14,34 @@ from typing import Any
 
 import torch
 
+from cuda_agent.evaluator.worker import device_turn
 from cuda_agent.evaluator.worker.compare import compare
 from cuda_agent.evaluator.worker.device import make_device
 from cuda_agent.evaluator.worker.kernels import profile_call, summarise_kernels
 from cuda_agent.evaluator.worker.modules import describe_exception
 from cuda_agent.evaluator.worker.precision import apply_precision
-from cuda_agent.evaluator.worker.protocol import WorkerRequest
+from cuda_agent.evaluator.worker.protocol import ResultChannel, WorkerRequest
 from cuda_agent.evaluator.worker.reference import ProblemFailure, build_reference
 from cuda_agent.evaluator.worker.tensors import clone_nested
 from cuda_agent.evaluator.worker.timing import time_interleaved
 
 
-def run_baseline_compile(req: WorkerRequest) -> dict[str, Any]:
+def run(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
+    with device_turn.holding(req.lock_path):  # a shared GPU: one job's device work at a time
+        return _measure(req)
+
+
+def _measure(req: WorkerRequest) -> dict[str, Any]:
     torch.set_grad_enabled(False)
-    apply_precision(req.precision)
-    device = make_device(req.backend, req.cpu_threads)
+    apply_precision(req.settings.precision)
+    device = make_device(req.settings.backend, req.settings.cpu_threads)
     try:
         ref = build_reference(
-            req.problem_source, req.seed, device, verify_trials=1, timing_sets=req.timing.input_sets
+            req.problem_source,
+            req.seed,
+            device,
+            verify_trials=1,
+            timing_sets=req.settings.timing.input_sets,
         )
     except ProblemFailure as err:
         return {"ok": False, "error": str(err)}
@@ -50,7 +60,7 @@ def run_baseline_compile(req: WorkerRequest) -> dict[str, Any]:
         lambda args: eager(*args),
         ref.timing_inputs(),
         device,
-        req.timing,
+        req.settings.timing,
         req.atol,
         req.rtol,
         random.Random(req.seed),
@@ -58,13 +68,13 @@ def run_baseline_compile(req: WorkerRequest) -> dict[str, Any]:
     if outcome.failure or outcome.candidate is None or outcome.reference is None:
         return {"ok": False, "error": f"timing torch.compile failed: {outcome.failure}"}
     profile = None
-    if req.profile and device.name == "cuda":
+    if req.settings.profile and device.name == "cuda":
         inputs = ref.timing_inputs()[0]
         activities = profile_call(functools.partial(compiled, *clone_nested(inputs)))
         profile = summarise_kernels(activities, set()).as_dict()
     return {
         "ok": True,
-        "precision": req.precision,
+        "precision": req.settings.precision,
         "profile": profile,
         "compile_us": outcome.candidate.median_us,
         "eager_us": outcome.reference.median_us,
