@@ -10,10 +10,10 @@ from rich.panel import Panel
 
 from cuda_agent.agent.trajectory import read_events
 from cuda_agent.evaluator.workspace_commands import fmt_us, fmt_x
-from cuda_agent.rollout import Episode
+from cuda_agent.rollout import EpisodeResult
 
 
-def render_episode(console: Console, trajectory: Path, episode: Episode) -> None:
+def render_episode(console: Console, trajectory: Path, episode: EpisodeResult) -> None:
     lines = []
     pending: dict[str, str] = {}
     for event in read_events(trajectory):

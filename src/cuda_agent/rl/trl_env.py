@@ -1,4 +1,4 @@
-"""``KernelEnv``: one CUDA-Agent episode as an environment for TRL's ``environment_factory``.
+"""``KernelEnv``: TRL's ``environment_factory`` driver over one episode environment.
 
 TRL's ``GRPOTrainer(environment_factory=...)`` makes one instance per concurrent rollout (and
 reuses instances across batches), calls ``reset(**row)`` with the dataset row before
@@ -7,32 +7,21 @@ public method other than ``reset`` and ``get_reward`` as a tool (schema from its
 and Google-style docstring), runs the tool calls the model makes, and calls ``get_reward()``
 once when the rollout is over.
 
-Here an episode is built from the same parts as ``cuda_agent.rollout.run_episode``:
-
-* ``reset(problem=..., size=...)`` resolves the problem (``resolve_problem``), creates a fresh
-  workdir with ``init_workspace``, the sandboxed persistent shell, the tool context and the
-  workspace tool server (so ``cuda-agent tool compile|verify|profile`` work from ``bash``, and
-  every evaluation they make is tracked by rollout's ``BestTracker``), and returns the task
-  prompt (``agent.prompts.task_prompt``, which names the workdir);
-* ``bash``, ``read_file``, ``write_file`` and ``edit_file`` dispatch to the agent's real tools
-  (``agent.tools.registry.default_tools``), with their checks (paths stay in the workdir, a
-  file must be read before it is overwritten or edited) and their error texts;
-* ``get_reward()`` is the harness's reward, computed as ``run_episode`` does: the evaluator
-  (``evaluator.pipeline.evaluate`` by default) on the final workdir as a solution, and the best
-  of that and the verified evaluations made during the episode. A workdir that cannot be
-  loaded as a solution scores -1, like any incorrect solution.
-
-The verl agent loop (``verl_agent_loop``) uses the same class for its episodes: ``reset``,
-``call_tool`` (a module function dispatching any of the agent's tools by name with the
-model's raw JSON arguments), ``get_reward``, ``final_result`` and ``best_result``.
+Each episode is an ``environment.KernelEnvironment`` (the one that ``rollout.run_episode`` and
+the verl agent loop drive too): ``reset(problem=..., size=...)`` opens a temporary one for the
+row's problem and returns the task prompt (``agent.prompts.task_prompt``, which names the
+workdir); ``bash``, ``read_file``, ``write_file`` and ``edit_file`` are the environment's tools
+(the agent's own, with their checks and error texts); ``get_reward()`` is the environment's
+score (the evaluator on the final workdir, and the best of that and the verified evaluations
+made during the episode; a workdir that is not a solution scores -1).
 
 What it does not do: run the agent loop (TRL generates and calls the tools); keep a
 trajectory of messages (the trainer has them; only evaluation events are recorded, in the
 episode's ``trajectory.jsonl``); enforce turn/token budgets (TRL's
 ``max_tool_calling_iterations`` and ``max_completion_length`` do); expose ``multi_edit``,
 ``glob``, ``grep`` and ``todo_write`` to TRL (the system prompt names them; TRL answers a call
-to one with a "not found" error; ``call_tool`` reaches them); add the system prompt (the
-dataset's prompt carries it, see ``trl_grpo.build_dataset``).
+to one with a "not found" error); add the system prompt (the dataset's prompt carries it, see
+``trl_grpo.build_dataset``).
 
 Episode folders live under ``root`` (the system temporary folder by default) and are removed
 at the next ``reset``, when the instance is used as a context manager and exits, or when it is
@@ -42,67 +31,21 @@ environment variable, else ``cpu``.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import shutil
-import tempfile
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from cuda_agent.agent.prompts import task_prompt
-from cuda_agent.agent.shell import PersistentShell
-from cuda_agent.agent.tool_server import ToolServer
-from cuda_agent.agent.tools.base import ToolContext, ToolOutcome, ToolRegistry
-from cuda_agent.agent.tools.registry import default_tools
-from cuda_agent.agent.trajectory import Trajectory
-from cuda_agent.core.errors import CudaAgentError
-from cuda_agent.core.paths import cache_root
-from cuda_agent.core.types import EvalResult, Problem
+from cuda_agent.core.types import EvalResult
+from cuda_agent.environment import KernelEnvironment
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import evaluate
 from cuda_agent.evaluator.workspace_commands import Evaluator
-from cuda_agent.problems.sets import resolve_problem
-from cuda_agent.rollout import BestTracker, ipc_base
-from cuda_agent.solutions.loader import load_solution
-from cuda_agent.workspace.init import init_workspace
-from cuda_agent.workspace.sandbox import Sandbox, SandboxPolicy
-from cuda_agent.workspace.tool_client import SOCKET_ENV
 
 BACKEND_ENV = "CUDA_AGENT_RL_BACKEND"
-NO_SOLUTION_REWARD = -1.0
-
-
-@dataclass
-class _Episode:
-    """The live parts of one episode; ``close`` tears them down (idempotent)."""
-
-    problem: Problem
-    folder: Path
-    workdir: Path
-    options: EvalOptions
-    trajectory: Trajectory
-    tracker: BestTracker
-    context: ToolContext
-    shell: PersistentShell
-    ipc: Path
-    stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
-    reward: float | None = None
-    final: EvalResult | None = None
-
-    def stop_tools(self) -> None:
-        self.shell.close()
-        self.stack.close()  # the tool server
-        shutil.rmtree(self.ipc, ignore_errors=True)
-
-    def close(self) -> None:
-        self.stop_tools()
-        with contextlib.suppress(Exception):
-            self.trajectory.close()
-        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 class KernelEnv:
@@ -132,8 +75,7 @@ class KernelEnv:
         self._use_bwrap = use_bwrap
         self._tool_timeout_s = tool_timeout_s
         self._on_reward = on_reward
-        self._registry: ToolRegistry = default_tools()
-        self._episode: _Episode | None = None
+        self._env: KernelEnvironment | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
 
     # -- the environment protocol -------------------------------------------------------------
@@ -147,35 +89,29 @@ class KernelEnv:
         self._discard()
         if "problem" not in row:
             raise KeyError("KernelEnv.reset: the dataset row has no 'problem' field")
-        spec = str(row["problem"])
-        resolved = resolve_problem(spec, str(row.get("size") or self._size))
-        if self._root is not None:
-            self._root.mkdir(parents=True, exist_ok=True)
-        folder = Path(tempfile.mkdtemp(prefix="ca-trl-", dir=self._root)).resolve()
-        try:
-            self._episode = self._start(resolved, spec, folder)
-        except BaseException:
-            shutil.rmtree(folder, ignore_errors=True)
-            raise
-        self._finalizer = weakref.finalize(self, self._episode.close)
-        return task_prompt(resolved.id, self._backend, str(self._episode.workdir))
+        env = KernelEnvironment.temporary(
+            str(row["problem"]),
+            str(row.get("size") or self._size),
+            self._root,
+            backend=self._backend,
+            eval_options=self._eval_options,
+            evaluator=self._evaluator,
+            use_bwrap=self._use_bwrap,
+            tool_timeout_s=self._tool_timeout_s,
+            start={"source": "trl"},
+        )
+        self._env = env
+        self._finalizer = weakref.finalize(self, env.close)
+        return task_prompt(env.problem.id, self._backend, str(env.workdir))
 
     def get_reward(self) -> float:
         """The harness's reward of the episode (evaluates the final workdir once)."""
-        episode = self._require()
-        if episode.reward is None:
-            episode.stop_tools()
-            final = self._final_evaluation(episode)
-            best = episode.tracker.best
-            episode.final = final
-            episode.reward = max(
-                final.reward if final is not None else NO_SOLUTION_REWARD,
-                best.reward if best is not None else NO_SOLUTION_REWARD,
-            )
-            episode.trajectory.event("end", reward=episode.reward)
-            if self._on_reward is not None:
-                self._on_reward(episode.problem.id, episode.reward)
-        return episode.reward
+        env = self._require()
+        first = env.score is None
+        score = env.finish()
+        if first and self._on_reward is not None:
+            self._on_reward(env.problem.id, score.reward)
+        return score.reward
 
     # -- tools (TRL builds their schemas from these signatures and docstrings) ----------------
 
@@ -231,98 +167,29 @@ class KernelEnv:
     @property
     def workdir(self) -> Path | None:
         """The current episode's workdir (None before the first reset)."""
-        return self._episode.workdir if self._episode is not None else None
+        return self._env.workdir if self._env is not None else None
 
     @property
     def final_result(self) -> EvalResult | None:
         """The final evaluation of the current episode, once ``get_reward`` has run."""
-        return self._episode.final if self._episode is not None else None
+        score = self._env.score if self._env is not None else None
+        return score.final if score is not None else None
 
     @property
     def best_result(self) -> EvalResult | None:
-        """The best verified evaluation made during the current episode's tool calls."""
-        return self._episode.tracker.best if self._episode is not None else None
-
-    def _start(self, problem: Problem, spec: str, folder: Path) -> _Episode:
-        """The episode's parts, put together as ``rollout.run_episode`` does."""
-        workdir = folder / "workdir"
-        init_workspace(problem, workdir, self._backend, spec)
-        options = _options(self._eval_options, self._backend)
-        trajectory = Trajectory(folder / "trajectory.jsonl")
-        trajectory.event(
-            "start",
-            problem=problem.id,
-            problem_hash=problem.content_hash,
-            backend=self._backend,
-            source="trl",
-        )
-        tracker = BestTracker(workdir, folder / "best", trajectory)
-        ipc = Path(tempfile.mkdtemp(prefix="ca-ipc-", dir=ipc_base()))
-        socket_path = ipc / "tool.sock"
-        sandbox = Sandbox(
-            SandboxPolicy(
-                workdir=workdir,
-                tmpdir=folder / ".tmp",
-                hidden=(cache_root(),),
-                bind_rw=(ipc,),
-                extra_env={SOCKET_ENV: str(socket_path)},
-            ),
-            use_bwrap=self._use_bwrap,
-            allow_unsandboxed=options.allow_unsandboxed,
-        )
-        shell = PersistentShell(sandbox)
-        context = ToolContext(workdir=workdir, shell=shell, default_timeout_s=self._tool_timeout_s)
-        episode = _Episode(
-            problem, folder, workdir, options, trajectory, tracker, context, shell, ipc
-        )
-        try:
-            episode.stack.enter_context(
-                ToolServer(socket_path, workdir, options, tracker.observe, self._evaluator)
-            )
-        except BaseException:
-            episode.close()
-            raise
-        return episode
-
-    def _final_evaluation(self, episode: _Episode) -> EvalResult | None:
-        try:
-            solution = load_solution(episode.workdir)
-        except CudaAgentError as err:
-            episode.trajectory.event("evaluation", source="final", error=str(err))
-            return None
-        final = self._evaluator(episode.problem, solution, episode.options)
-        episode.trajectory.event("evaluation", source="final", result=final.to_dict())
-        return final
+        """The best verified evaluation of the current episode."""
+        return self._env.tracker.best if self._env is not None else None
 
     def _call(self, name: str, **arguments: Any) -> str:
-        return call_tool(self, name, json.dumps(arguments)).text
+        return self._require().call_tool(name, json.dumps(arguments)).text
 
-    def _require(self) -> _Episode:
-        if self._episode is None:
+    def _require(self) -> KernelEnvironment:
+        if self._env is None:
             raise RuntimeError("KernelEnv: call reset() first")
-        return self._episode
+        return self._env
 
     def _discard(self) -> None:
         if self._finalizer is not None:
-            self._finalizer()  # runs _Episode.close once
+            self._finalizer()  # runs KernelEnvironment.close once
         self._finalizer = None
-        self._episode = None
-
-
-def call_tool(env: KernelEnv, name: str, raw_arguments: str) -> ToolOutcome:
-    """Run any of the agent's tools (``default_tools``: all of them, not only the four methods
-    TRL sees) in ``env``'s current episode, with the arguments as the model wrote them (a JSON
-    object). The outcome says whether the call was malformed, as the agent loop counts it. A
-    function, not a method: TRL would expose a public method as a tool."""
-    episode = env._require()
-    if episode.reward is not None:
-        return ToolOutcome("error: the episode is over", is_error=True)
-    return env._registry.call(episode.context, name, raw_arguments)
-
-
-def _options(options: EvalOptions | None, backend: str) -> EvalOptions:
-    """A copy of ``options`` (default ``EvalOptions()``) on ``backend``, as ``run_episode``
-    sets it."""
-    if options is None:
-        return EvalOptions(backend=backend)
-    return replace(options, backend=backend)
+        self._env = None

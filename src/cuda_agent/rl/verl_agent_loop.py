@@ -4,21 +4,22 @@ verl (0.9.1, see ``verl_compat``) makes one instance per trajectory from the age
 file that ``cuda-agent train`` writes (``name``, ``_target_`` and our ``evaluation`` section)
 and awaits ``run(sampling_params, **dataset_fields)``. Here one run is one episode:
 
-* the environment is a fresh ``KernelEnv`` (``trl_env``), the same parts as the harness's
-  ``run_episode``: a workdir made for the row's problem (``extra_info.problem``, else
-  ``reward_model.ground_truth``; size ``extra_info.size``, else ``size``), the sandboxed shell,
-  all the agent's tools (``default_tools``, their schemas in the prompt) and the workspace tool
-  server, with evaluations made by the ``evaluation`` section's evaluator (``pool``: a Ray pool
-  of evaluation GPUs apart from verl's training and rollout GPUs, see ``evaluation_config``);
+* the environment is a temporary ``environment.KernelEnvironment``, the one ``run_episode``
+  and TRL's ``KernelEnv`` drive too: a workdir made for the row's problem
+  (``extra_info.problem``, else ``reward_model.ground_truth``; size ``extra_info.size``, else
+  ``size``), the sandboxed shell, all the agent's tools (their schemas in the prompt) and the
+  workspace tool server, with evaluations made by the ``evaluation`` section's evaluator
+  (``pool``: a Ray pool of evaluation GPUs apart from verl's training and rollout GPUs, see
+  ``evaluation_config``);
 * the messages are the row's ``raw_prompt`` (system prompt included) with the task prompt,
   which names the workdir, added to its last user turn (a user turn is added if there is none;
   no ``raw_prompt`` at all: the agent's system prompt and the task prompt);
 * turns are generated through verl's server manager, tool calls are read by verl's tool parser
   for the model family (``actor_rollout_ref.rollout.multi_turn.format``: ``hermes`` for Qwen),
-  and ``verl_episode.AgentEpisode`` builds the token sequence within the budgets (prompt and
+  and ``token_rollout.TokenRollout`` builds the token sequence within the budgets (prompt and
   response lengths of the rollout config, ``multi_turn.max_assistant_turns`` replies);
 * the reward is the harness's: the evaluator on the final workdir, and the best of that and
-  the verified evaluations made during the episode (``KernelEnv.get_reward``). It is returned
+  the verified evaluations made during the episode (``KernelEnvironment.finish``). It is returned
   as ``reward_score``, which verl puts on the last response token (always a model token here).
   ``extra_fields`` carry ``cuda_agent`` (exit reason, turns, tool calls, format errors,
   correct, compiled, speed-ups, flags, error, which evaluation counted) and
@@ -44,21 +45,21 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from cuda_agent.agent.prompts import SYSTEM_PROMPT
+from cuda_agent.agent.prompts import SYSTEM_PROMPT, task_prompt
 from cuda_agent.agent.tools.base import ToolOutcome
 from cuda_agent.agent.tools.registry import default_tools
 from cuda_agent.core.types import EvalResult
+from cuda_agent.environment import KernelEnvironment
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.workspace_commands import Evaluator
 from cuda_agent.rl import verl_compat
 from cuda_agent.rl.episode_tokens import ChatTokens
 from cuda_agent.rl.evaluation_config import EvaluationSettings
-from cuda_agent.rl.trl_env import KernelEnv, call_tool
-from cuda_agent.rl.verl_episode import (
-    AgentEpisode,
-    EpisodeLimits,
-    EpisodeRecord,
+from cuda_agent.rl.token_rollout import (
     ModelTurn,
+    RolloutLimits,
+    RolloutRecord,
+    TokenRollout,
     ToolCall,
 )
 
@@ -76,7 +77,7 @@ class CudaAgentLoop(_AgentLoopBase):
     Keyword arguments beyond verl's: ``evaluation`` (the agent-loop config file's section),
     ``size`` (problem size when the row has none), ``eval_options`` / ``evaluator`` (override
     the section's; for tests and scripts), ``episode_root`` (where episode folders go),
-    ``use_bwrap``, ``tool_timeout_s``, and the per-reply limits of ``EpisodeLimits``.
+    ``use_bwrap``, ``tool_timeout_s``, and the per-reply limits of ``RolloutLimits``.
     """
 
     def __init__(
@@ -111,7 +112,7 @@ class CudaAgentLoop(_AgentLoopBase):
             "tool_output_chars": tool_output_chars,
             "max_format_errors": max_format_errors,
         }
-        self.limits = EpisodeLimits(
+        self.limits = RolloutLimits(
             prompt_tokens=rollout.prompt_length,
             response_tokens=rollout.response_length,
             max_turns=rollout.max_turns,
@@ -128,25 +129,29 @@ class CudaAgentLoop(_AgentLoopBase):
                 "CudaAgentLoop: the row names no problem (extra_info.problem or "
                 "reward_model.ground_truth)"
             )
-        env = KernelEnv(
+        env = await _blocking(
+            KernelEnvironment.temporary,
+            sample.problem,
+            sample.size or self.size,
+            self.episode_root,
             backend=self.backend,
-            size=sample.size or self.size,
             eval_options=self.eval_options,
             evaluator=self.evaluator,
-            root=self.episode_root,
             use_bwrap=self.use_bwrap,
             tool_timeout_s=self.tool_timeout_s,
+            start={"source": "verl"},
         )
         try:
-            task = await _blocking(env.reset, problem=sample.problem)
+            task = task_prompt(env.problem.id, self.backend, str(env.workdir))
             messages = episode_messages(sample.raw_prompt, task)
             record = await self._episode(env, sampling_params).run(messages)
             began = asyncio.get_running_loop().time()
-            reward = await _blocking(env.get_reward)
+            score = await _blocking(env.finish)
             evaluation_s = asyncio.get_running_loop().time() - began
-            chosen, source = _counted(env.final_result, env.best_result)
+            reward = score.reward
+            chosen, source = _counted(score.final, score.best)
         finally:
-            await _blocking(env.__exit__, None, None, None)
+            await _blocking(env.close)
         trace = record.trace
         return verl_compat.agent_loop_output(
             prompt_ids=trace.prompt_ids,
@@ -164,7 +169,7 @@ class CudaAgentLoop(_AgentLoopBase):
             extra_fields=diagnostics(sample.problem, record, reward, chosen, source),
         )
 
-    def _episode(self, env: KernelEnv, sampling_params: dict[str, Any]) -> AgentEpisode:
+    def _episode(self, env: KernelEnvironment, sampling_params: dict[str, Any]) -> TokenRollout:
         request_id = uuid.uuid4().hex  # one sticky session per trajectory
         stop_tokens = verl_compat.parser_stop_tokens(self.parser)
 
@@ -184,10 +189,10 @@ class CudaAgentLoop(_AgentLoopBase):
             return str(content), list(calls)
 
         async def run_tool(name: str, raw_arguments: str) -> ToolOutcome:
-            return await _blocking(call_tool, env, name, raw_arguments)
+            return await _blocking(env.call_tool, name, raw_arguments)
 
         chat = ChatTokens(self.chat_tokenizer, self.tool_schemas)
-        return AgentEpisode(chat, self.limits, generate, parse, run_tool)
+        return TokenRollout(chat, self.limits, generate, parse, run_tool)
 
 
 def episode_messages(raw_prompt: list[dict[str, Any]], task: str) -> list[dict[str, Any]]:
@@ -206,7 +211,7 @@ def episode_messages(raw_prompt: list[dict[str, Any]], task: str) -> list[dict[s
 
 def diagnostics(
     problem: str,
-    record: EpisodeRecord,
+    record: RolloutRecord,
     reward: float,
     chosen: EvalResult | None,
     source: str,

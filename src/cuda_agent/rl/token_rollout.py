@@ -1,6 +1,6 @@
-"""One agent episode at the token level, turn by turn, within turn and token budgets.
+"""One agent rollout at the token level, turn by turn, within turn and token budgets.
 
-``AgentEpisode.run(messages)`` is the ReAct loop of ``agent.loop.run_loop`` rewritten for an
+``TokenRollout.run(messages)`` is the ReAct loop of ``agent.loop.run_loop`` rewritten for an
 RL rollout: the model is a token-in/token-out ``generate`` (the rollout server), its tool
 calls are found by ``parse`` (a tool parser for the model family), tools run through
 ``run_tool`` (the episode's environment), and everything is recorded as one ``TokenTrace``:
@@ -23,9 +23,9 @@ Budgets, and how the trace is cut:
   token budget (``run_loop`` does not act on a reply past its budget either).
 
 What it does not do: build the environment or compute the reward (the verl adapter does,
-with ``KernelEnv``), a wall-clock limit (the trainer has its own timeouts), parallel tool calls
-(calls run in order), or count malformed calls the parser could not read at all (verl's
-parsers drop them; such a reply counts as a plain reply).
+with ``environment.KernelEnvironment``), a wall-clock limit (the trainer has its own
+timeouts), parallel tool calls (calls run in order), or count malformed calls the parser could
+not read at all (verl's parsers drop them; such a reply counts as a plain reply).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ _DEFAULTS = AgentLimits()
 
 
 @dataclass(frozen=True)
-class EpisodeLimits:
+class RolloutLimits:
     prompt_tokens: int
     response_tokens: int
     max_turns: int | None = None  # model replies; None: no limit but the token budget
@@ -77,7 +77,7 @@ RunTool = Callable[[str, str], Awaitable[ToolOutcome]]  # (name, raw JSON argume
 
 
 @dataclass
-class EpisodeRecord:
+class RolloutRecord:
     trace: TokenTrace
     messages: list[dict[str, Any]]
     exit_reason: str = ""
@@ -91,11 +91,11 @@ class EpisodeRecord:
     tool_names: list[str] = field(default_factory=list)
 
 
-class AgentEpisode:
+class TokenRollout:
     def __init__(
         self,
         chat: ChatTokens,
-        limits: EpisodeLimits,
+        limits: RolloutLimits,
         generate: Generate,
         parse: Parse,
         run_tool: RunTool,
@@ -103,7 +103,7 @@ class AgentEpisode:
         self.chat, self.limits = chat, limits
         self.generate, self.parse, self.run_tool = generate, parse, run_tool
 
-    async def run(self, messages: list[dict[str, Any]]) -> EpisodeRecord:
+    async def run(self, messages: list[dict[str, Any]]) -> RolloutRecord:
         """Drive the conversation in ``messages`` (appended in place) until an exit."""
         limits = self.limits
         trace = TokenTrace(self.chat.prompt_ids(messages))
@@ -112,7 +112,7 @@ class AgentEpisode:
                 f"the prompt has {len(trace.prompt_ids)} tokens, more than the "
                 f"{limits.prompt_tokens} allowed (raise the prompt length)"
             )
-        record = EpisodeRecord(trace, messages)
+        record = RolloutRecord(trace, messages)
         streak = 0  # malformed calls / cut-off replies in a row
         while True:
             if limits.max_turns is not None and record.turns >= limits.max_turns:
@@ -159,7 +159,7 @@ class AgentEpisode:
             trace.add_context(context)
             record.context_blocks += 1
 
-    async def _tool(self, record: EpisodeRecord, call: ToolCall) -> ToolOutcome:
+    async def _tool(self, record: RolloutRecord, call: ToolCall) -> ToolOutcome:
         began = time.monotonic()
         outcome = await self.run_tool(call.name, call.arguments)
         record.tools_s += time.monotonic() - began
@@ -180,6 +180,6 @@ def _assistant_message(content: str, calls: Sequence[ToolCall]) -> dict[str, Any
     return message
 
 
-def _exit(record: EpisodeRecord, reason: str) -> EpisodeRecord:
+def _exit(record: RolloutRecord, reason: str) -> RolloutRecord:
     record.exit_reason = reason
     return record
