@@ -95,6 +95,7 @@ def environment() -> Environment:
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        keep_trailing_newline=True,
     )
     env.globals["inline"] = functools.partial(_inline, env)
     return env

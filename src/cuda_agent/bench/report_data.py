@@ -175,6 +175,14 @@ class ProblemRow:
     def degenerate(self) -> bool:
         return bool(self.problem_flags)
 
+    @property
+    def flags_sort(self) -> str:
+        return " ".join(self.flags)
+
+    @property
+    def problem_flags_sort(self) -> str:
+        return "?" if self.problem_flags is None else " ".join(self.problem_flags)
+
 
 @dataclass(frozen=True)
 class ReportData:
