@@ -38,7 +38,6 @@ from cuda_agent.bench.report_format import (
     fmt_us,
     fmt_x,
     level_name,
-    problem_order,
     truncate,
     verdict,
 )
@@ -223,6 +222,12 @@ def report_data(
         kernelbench=kernelbench_views(kernelbench),
         trajectories=[trajectory_view(run_dir, r) for r in ordered if r.trajectory],
     )
+
+
+def problem_order(record: AttemptRecord) -> tuple[int, int, str]:
+    """Sort key of the report's problems: by level (no level last), then by id."""
+    level = record.level
+    return (level is None, level if isinstance(level, int) else 0, record.problem_id)
 
 
 # --------------------------------------------------------------------------- header

@@ -12,8 +12,6 @@ import json
 import math
 from typing import Any
 
-from cuda_agent.bench.records import AttemptRecord
-
 
 def fmt_pct(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.1f}%"
@@ -62,12 +60,6 @@ def compact(value: Any, limit: int = 300) -> str:
 
 def level_name(level: str) -> str:
     return "No level" if level == "none" else f"Level {level}"
-
-
-def problem_order(record: AttemptRecord) -> tuple[int, int, str]:
-    """Sort key of the report's problems: by level (no level last), then by id."""
-    level = record.level
-    return (level is None, level if isinstance(level, int) else 0, record.problem_id)
 
 
 def verdict(result: dict[str, Any]) -> tuple[str, str]:

@@ -9,9 +9,9 @@ figures in one page never share an id, and no style sheet of its own (``report.c
 
 It uses matplotlib's object API (``matplotlib.figure.Figure``) under ``matplotlib.rc_context``:
 no pyplot, so no GUI backend is ever chosen or needed and no global state is changed, and it
-works headless. It does not bin or summarise the data (``report_data`` does) nor escape any
-of the page's data: the only texts it writes are the axis labels, the summary and the tooltips,
-which are escaped as XML here.
+works headless. It does not bin or summarise the data (``report_data`` does); the only texts
+it writes are the axis labels and the summary (escaped by matplotlib's SVG writer) and the
+tooltips (escaped here).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from html import escape
 from typing import Any
 
 import matplotlib
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from cuda_agent.bench.report_data import HIST_MAX_LOG2, HIST_MIN_LOG2, Distribution
@@ -52,7 +53,7 @@ _STYLE = re.compile(r"\s*<style\b[^>]*>.*?</style>", re.S)
 _EMPTY_DEFS = re.compile(r"\s*<defs>\s*</defs>")
 _BAR_GROUP = re.compile(r'<g id="bar_(\d+)">')
 _ID = re.compile(r' id="([^"]+)"')
-_REFERENCE = re.compile(r'url\(#([^)]+)\)|xlink:href="#([^"]+)"')
+_REFERENCE = re.compile(r'url\(#([^)]+)\)|href="#([^"]+)"')  # href: xlink's or SVG 2's
 _NO_ROTATION = re.compile(r' transform="rotate\(-0 [^"]*\)"')
 _FONT_FAMILY = re.compile(r"font-family: [^;\"]*;? ?")
 _PATH_DATA = re.compile(r' d="([^"]*)"')
@@ -76,7 +77,7 @@ def histogram_svg(dist: Distribution, figure_id: str) -> str:
     return _inline(out.getvalue(), dist, figure_id)
 
 
-def _draw(ax: Any, dist: Distribution) -> None:
+def _draw(ax: Axes, dist: Distribution) -> None:
     top_count = max((b.count for b in dist.bins), default=0)
     step = max(1, -(-top_count // 5))
     y_max = max(step * -(-top_count // step), 1)
