@@ -1,20 +1,20 @@
-"""The HTML report's "KernelBench" section: KernelBench's verdicts beside ours, per problem.
+"""The HTML report's "KernelBench" section as plain data: KernelBench's verdicts beside ours.
 
-For each compared results file: the agreement counts, the disagreements by reason class, and a
-sortable per-problem table (problem, their verdict, ours, our flags, problem flags, outcome,
-reason, detail). Rendering only: the rows and counts come from ``bench.agreement``; every
-piece of data is escaped.
+For each compared results file: the agreement counts, the disagreements by reason class, and
+the per-problem rows (problem, their verdict, ours, our flags, problem flags, outcome, reason,
+detail). Data only: the rows and counts come from ``bench.agreement``; the HTML is
+``templates/_kernelbench.html.j2`` (which escapes every piece of data).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from cuda_agent.bench.agreement import KernelBenchComparison, Row
-from cuda_agent.bench.html_parts import el, note, table, txt
 
 COLUMNS = ("Problem", "KernelBench", "Ours", "Our flags", "Problem flags", "Outcome", "Reason")
-OUTCOMES = {
+OUTCOMES = {  # outcome: (text, status)
     "agree_correct": ("agree: correct", "ok"),
     "agree_rejected": ("agree: rejected", "ok"),
     "ours_only": ("only ours correct", "fail"),
@@ -24,11 +24,32 @@ OUTCOMES = {
 }
 
 
-def kernelbench_section(comparisons: Sequence[KernelBenchComparison]) -> str:
-    return "".join(_one(c) for c in comparisons)
+@dataclass(frozen=True)
+class KbRow:
+    problem_id: str
+    theirs: str
+    ours: str
+    our_flags: list[str]
+    problem_flags: list[str]
+    outcome: str  # as shown, e.g. "only ours correct"
+    status: str  # ok / fail / missing ("" for an outcome not known here)
+    reason: str
+    detail: str
 
 
-def _one(comparison: KernelBenchComparison) -> str:
+@dataclass(frozen=True)
+class KbComparisonView:
+    label: str
+    summary: list[tuple[str, str]]
+    reasons: list[tuple[str, int]]  # reason class, disagreements
+    rows: list[KbRow]
+
+
+def kernelbench_views(comparisons: Sequence[KernelBenchComparison]) -> list[KbComparisonView]:
+    return [comparison_view(c) for c in comparisons]
+
+
+def comparison_view(comparison: KernelBenchComparison) -> KbComparisonView:
     counts = comparison.counts
     outcomes = counts["outcomes"]
     summary = [
@@ -44,49 +65,22 @@ def _one(comparison: KernelBenchComparison) -> str:
         ("Unclassified disagreements", str(counts["unclassified"])),
         ("False build failures", str(counts["false_build_failures"])),
     ]
-    info = el(
-        "dl", "".join(el("dt", txt(k)) + el("dd", txt(v)) for k, v in summary), {"class": "info"}
-    )
-    reasons = table(
-        [el("tr", el("th", "Reason class") + el("th", "Disagreements"))],
-        [
-            el("tr", el("td", txt(reason)) + el("td", txt(n), {"class": "num"}))
-            for reason, n in counts["reasons"].items()
-        ],
-        {"class": "reasons"},
-    )
-    head = el("tr", "".join(el("th", txt(c), {"title": "click to sort"}) for c in COLUMNS))
-    rows = table([head], [_row(r) for r in comparison.rows], {"class": "kb sortable"})
-    return el(
-        "div",
-        el("h3", txt(comparison.label))
-        + info
-        + reasons
-        + rows
-        + note(
-            "Reason classes come from our flags and error (when we reject) or from "
-            "KernelBench's error kind (when it does); see docs/compat.md."
-        ),
-        {"class": "kb-compare"},
+    reasons = [(str(reason), int(n)) for reason, n in counts["reasons"].items()]
+    return KbComparisonView(
+        comparison.label, summary, reasons, [row_view(r) for r in comparison.rows]
     )
 
 
-def _row(row: Row) -> str:
-    text, cls = OUTCOMES.get(row.outcome, (row.outcome, ""))
-    reason = txt(row.reason or "")
-    if row.detail:
-        reason += el("div", txt(row.detail), {"class": "errmsg"})
-    cells = [
-        el("td", txt(row.problem_id), {"class": "pid"}),
-        el("td", txt(row.theirs.label() if row.theirs else "-")),
-        el("td", txt(row.our_label())),
-        el("td", _flags(row.our_flags, "flag")),
-        el("td", _flags(row.problem_flags or [], "flag lint")),
-        el("td", el("span", txt(text), {"class": f"verdict {cls}"}), {"data-v": text}),
-        el("td", reason, {"data-v": row.reason or ""}),
-    ]
-    return el("tr", "".join(cells), {"class": cls})
-
-
-def _flags(flags: list[str], cls: str) -> str:
-    return "".join(el("span", txt(f), {"class": cls}) for f in flags)
+def row_view(row: Row) -> KbRow:
+    text, status = OUTCOMES.get(row.outcome, (row.outcome, ""))
+    return KbRow(
+        problem_id=row.problem_id,
+        theirs=row.theirs.label() if row.theirs else "-",
+        ours=row.our_label(),
+        our_flags=[str(f) for f in row.our_flags],
+        problem_flags=[str(f) for f in row.problem_flags or []],
+        outcome=text,
+        status=status,
+        reason=row.reason or "",
+        detail=row.detail,
+    )
