@@ -246,7 +246,7 @@ CATALOGUE: list[Fixture] = [
     R(
         "b2_thread_writes_later",
         "B2",
-        ("threads_started", "output_mismatch:value"),
+        ("threads_started", *GARBAGE),  # the copy holds whatever bits empty_like left
         "output copied right after the call; thread count",
     ),
     R(
