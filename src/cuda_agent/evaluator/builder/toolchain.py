@@ -1,9 +1,11 @@
 """The compilers, include paths and flags used to build extensions against the installed torch.
 
-Discovered once per process. The toolchain's identity (compiler versions, torch version and
-ABI, CUDA version, target architectures) is part of every build cache key, so a cached object
-is never reused across incompatible toolchains. Needs no GPU: the CUDA architecture comes from
-``TORCH_CUDA_ARCH_LIST``, else the visible GPU, else Hopper (9.0).
+Discovered once per installation (``toolchain_record`` remembers it on disk, so that a
+process that never imports torch finds it in milliseconds). The toolchain's identity
+(compiler versions, torch version and ABI, CUDA version, target architectures) is part of
+every build cache key, so a cached object is never reused across incompatible toolchains.
+Needs no GPU: the CUDA architecture comes from ``TORCH_CUDA_ARCH_LIST``, else the visible GPU,
+else Hopper (9.0).
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ import sys
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from cuda_agent.evaluator.builder import toolchain_record
 
 CXX_STD = "-std=c++20"
 EXTENSION_DEFINE = "-DTORCH_API_INCLUDE_EXTENSION_H"  # load_inline defines it for every unit
@@ -131,7 +136,34 @@ def gencode_flags(archs: tuple[str, ...]) -> list[str]:
 
 @functools.lru_cache(maxsize=4)
 def discover(backend: str) -> Toolchain:
-    """Find compilers and torch's build settings for ``backend`` (``cpu`` or ``cuda``)."""
+    """Find compilers and torch's build settings for ``backend`` (``cpu`` or ``cuda``): from
+    the record an earlier process left (``toolchain_record``: no torch import, no compiler
+    run), else by looking, which is then recorded."""
+    recorded = toolchain_record.lookup(backend)
+    if recorded is not None:
+        toolchain = _from_record(recorded)
+        if toolchain is not None:
+            return toolchain
+    toolchain = _look_for(backend)
+    toolchain_record.remember(toolchain)
+    return toolchain
+
+
+def _from_record(fields: dict[str, Any]) -> Toolchain | None:
+    """The recorded toolchain, if its fields still fit and its compilers are still there."""
+    try:
+        for name in ("system_includes", "defines", "cuda_archs"):
+            fields[name] = tuple(fields.get(name) or ())
+        toolchain = Toolchain(**fields)
+    except TypeError:
+        return None
+    tools = [toolchain.cxx, *([toolchain.nvcc] if toolchain.nvcc else [])]
+    if not all(shutil.which(tool) or Path(tool).exists() for tool in tools):
+        return None
+    return toolchain
+
+
+def _look_for(backend: str) -> Toolchain:
     import torch
     import torch.utils.cpp_extension as cpp_extension
 
