@@ -6,7 +6,10 @@ with the request's nonce and type ``result`` counts; a worker that dies or hangs
 is None`` with the reason (signal, timeout) and the tail of its stderr. A sandboxed worker runs
 under the strongest isolation available (``workspace/sandbox.py``); the outcome names it.
 Workers are started without ``preexec_fn`` (the child confines itself), so starting one from
-a thread of a busy process cannot deadlock.
+a thread of a busy process cannot deadlock. Where the worker confines itself (``confine``
+mode) or is not confined, it is forked from a template that has imported torch
+(``worker_template.py``; ``CUDA_AGENT_WORKER_TEMPLATE=0`` turns that off); a bubblewrapped
+worker, or one under a prefix (``ncu``), is started as its own process.
 """
 
 from __future__ import annotations
@@ -32,16 +35,23 @@ from pathlib import Path
 from typing import Any
 
 import cuda_agent
-from cuda_agent.core.paths import builds_dir, cache_root, ensure_dir, locks_dir
+from cuda_agent.core.paths import builds_dir, cache_root, ensure_dir, locks_dir, scratch_dir
 from cuda_agent.core.secret import SANDBOXED_ENV
 from cuda_agent.evaluator.builder.builder import PRIVATE_BUILDS_ENV
 from cuda_agent.evaluator.process_group import kill_group_and_wait
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
+from cuda_agent.evaluator.worker_template import (
+    CHILD_RESULT_FD,
+    TemplateUnavailable,
+    WorkerProcess,
+    worker_templates,
+)
 from cuda_agent.workspace.isolation import NONE
 from cuda_agent.workspace.sandbox import Sandbox, SandboxPolicy
 
 TAIL_BYTES = 4000
 EXIT_GRACE_S = 5.0
+TEMPLATE_ENV = "CUDA_AGENT_WORKER_TEMPLATE"  # "0": start every worker as its own process
 
 
 @dataclass
@@ -87,7 +97,7 @@ def worker_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 class WorkerHandle:
     """A started worker process, waiting for its request on stdin."""
 
-    proc: subprocess.Popen[bytes]
+    proc: WorkerProcess
     read_fd: int
     child_fd: int
     folder: Path
@@ -116,6 +126,11 @@ def spawn_worker(
     ``IsolationUnavailable`` when there is none and ``allow_unsandboxed`` is False.
     """
     folder.mkdir(parents=True, exist_ok=True)
+    if not prefix and os.environ.get(TEMPLATE_ENV, "1") != "0":
+        try:
+            return _fork_worker(backend, env, folder, sandboxed, allow_unsandboxed)
+        except TemplateUnavailable as err:
+            _note_fallback(str(err))
     read_fd, write_fd = os.pipe()
     argv = [
         *(prefix or []),
@@ -149,7 +164,49 @@ def spawn_worker(
     return WorkerHandle(proc, read_fd, write_fd, folder, key, sandbox=sandbox)
 
 
-_STARTED: weakref.WeakSet[subprocess.Popen[bytes]] = weakref.WeakSet()
+_STARTED: weakref.WeakSet[Any] = weakref.WeakSet()
+_FALLBACKS: set[str] = set()
+
+
+def _fork_worker(
+    backend: str, env: dict[str, str], folder: Path, sandboxed: bool, allow_unsandboxed: bool
+) -> WorkerHandle:
+    """A worker forked from this environment's template, confined as its sandbox says
+    (``TemplateUnavailable`` for a bubblewrapped one: it must be a sandbox of its own)."""
+    sandbox = worker_sandbox(backend, env, folder, allow_unsandboxed) if sandboxed else None
+    if sandbox is not None and sandbox.mode == "bwrap":
+        raise TemplateUnavailable("bubblewrap starts each worker")
+    templates = worker_templates(ensure_dir(scratch_dir()) / "templates")
+    template = templates.get(backend, env, _template_key(backend, env))
+    proc, read_fd = template.fork(
+        sandbox.environment() if sandbox is not None else env,
+        folder,
+        sandbox.plan.to_json() if sandbox is not None else None,
+        folder / "worker.stdout",
+        folder / "worker.stderr",
+    )
+    _STARTED.add(proc)
+    key = _env_key(backend, env, sandboxed)
+    return WorkerHandle(proc, read_fd, CHILD_RESULT_FD, folder, key, sandbox=sandbox)
+
+
+# variables a template's imports never read and each worker gets its own value of: the GPU a
+# pool pins (CUDA reads it when the worker creates its context, after the fork) and pytest's
+# per-test marker. Workers that differ only in these share a template.
+PER_WORKER_VARIABLES = ("CUDA_VISIBLE_DEVICES", "PYTEST_CURRENT_TEST")
+
+
+def _template_key(backend: str, env: dict[str, str]) -> str:
+    shared = {k: v for k, v in env.items() if k not in PER_WORKER_VARIABLES}
+    return _env_key(backend, shared, False)
+
+
+def _note_fallback(reason: str) -> None:
+    if reason not in _FALLBACKS and "bubblewrap" not in reason:
+        _FALLBACKS.add(reason)
+        import logging
+
+        logging.getLogger(__name__).warning("workers start as their own processes: %s", reason)
 
 
 def kill_all_workers() -> None:
@@ -481,7 +538,7 @@ def _read_records(
                 on_event(message)
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+def _kill_group(proc: WorkerProcess) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
 

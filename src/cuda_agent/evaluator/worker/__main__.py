@@ -1,7 +1,10 @@
 """Worker entry point: ``python -m cuda_agent.evaluator.worker`` (reads one request on stdin).
 
 torch is imported (and CUDA initialised) before the request is read, so a spare worker can
-be started ahead of time and wait here at no cost to the next evaluation's latency.
+be started ahead of time and wait here at no cost to the next evaluation's latency. A worker
+forked from a template (``template.py``) runs the same steps after the fork: the template has
+done the imports, the child confines itself, then ``warm_device``, ``announce_ready`` and
+``serve``.
 """
 
 from __future__ import annotations
@@ -18,32 +21,33 @@ from cuda_agent.evaluator.worker.guards import prime_recorder
 from cuda_agent.evaluator.worker.protocol import ResultChannel, WorkerRequest
 
 
-def warm_start(argv: list[str]) -> None:
-    """Pay the fixed costs before the request arrives: dynamo's import, CUDA's context, and
-    the evaluation code itself (the most common mode)."""
+def warm_imports() -> None:
+    """The fixed costs that need no device: dynamo's import and the evaluation code itself
+    (the most common mode). Starts no CUDA context (a template forks after this)."""
     prime_recorder()
     import cuda_agent.evaluator.worker.evaluate  # noqa: F401
 
-    if "--backend=cuda" in argv and torch.cuda.is_available():
+
+def warm_device(backend: str) -> None:
+    """Create the CUDA context ahead of the request (nothing to do on the cpu backend)."""
+    if backend == "cuda" and torch.cuda.is_available():
         torch.empty(1, device="cuda")
         torch.cuda.synchronize()
 
 
-def announce_ready(argv: list[str]) -> None:
+def announce_ready(fd: int | None) -> None:
     """Tell the parent this worker has finished its warm start (a plain, non-JSON line)."""
-    for arg in argv:
-        if arg.startswith("--ready-fd="):
-            with contextlib.suppress(OSError):
-                os.write(int(arg.split("=", 1)[1]), b"ready\n")
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.write(fd, b"ready\n")
 
 
-def main() -> int:
-    warm_start(sys.argv[1:])
-    announce_ready(sys.argv[1:])
+def serve() -> int:
+    """Read one request on stdin, run its mode, send the result, and exit at once."""
     raw = sys.stdin.readline()
     sys.stdin.close()
     if not raw.strip():
-        return 0  # a spare worker that was never used
+        os._exit(0)  # a spare worker that was never used
     request = WorkerRequest.from_json(raw)
     channel = ResultChannel(request.result_fd, request.nonce)
     try:
@@ -61,6 +65,21 @@ def main() -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # skip interpreter teardown: candidate atexit hooks and destructors never run
+
+
+def _option(argv: list[str], name: str) -> str | None:
+    prefix = f"--{name}="
+    return next((a[len(prefix) :] for a in argv if a.startswith(prefix)), None)
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    backend = _option(argv, "backend") or "cpu"
+    ready_fd = _option(argv, "ready-fd")
+    warm_imports()
+    warm_device(backend)
+    announce_ready(int(ready_fd) if ready_fd is not None else None)
+    return serve()
 
 
 if __name__ == "__main__":

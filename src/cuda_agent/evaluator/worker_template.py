@@ -1,0 +1,288 @@
+"""Workers forked from a template process: a worker's start-up paid once, not per evaluation.
+
+``worker_templates()`` keeps one template (``evaluator/worker/template.py``) per backend and
+worker environment, started on first use. ``Template.fork`` sends it an order (the worker's
+folder, environment and confinement plan, with its stdin, result pipe, stdout and stderr as
+file descriptors) and returns a ``ForkedWorker``, which the pool treats as it treats a
+``subprocess.Popen``: ``pid`` (its own process group), ``stdin``, ``poll``, ``wait``,
+``returncode``. Exit statuses come from the template, which is the worker's parent.
+
+Used where a worker confines itself (``confine`` mode: user, Landlock, network namespace) or is
+not confined (``none``); a bubblewrapped worker is a sandbox of its own and is still started
+the ordinary way, as is one run under a prefix (``ncu``). A template that cannot start, or
+refuses an order, makes the caller fall back to starting the worker the ordinary way
+(``TemplateUnavailable``), so isolation never depends on it.
+
+What it does not do: decide the isolation (``worker_process.worker_sandbox`` does) or read
+anything from a worker (the pool reads the result pipe as for any worker).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import hashlib
+import itertools
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, Protocol
+
+log = logging.getLogger(__name__)
+
+START_TIMEOUT_S = 600.0  # a template's own start: Python and torch, once
+ORDER_TIMEOUT_S = 60.0
+CHILD_RESULT_FD = 3  # the result pipe's number in a forked worker
+
+
+class TemplateUnavailable(RuntimeError):
+    """No template can fork this worker: start it the ordinary way."""
+
+
+class WorkerProcess(Protocol):
+    """What the pool needs of a worker's process: a ``subprocess.Popen`` or a ``ForkedWorker``."""
+
+    pid: int
+    returncode: int | None
+    stdin: Any
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
+class ForkedWorker:
+    """A worker forked by a template, with the parts of ``subprocess.Popen`` the pool uses."""
+
+    def __init__(self, pid: int, stdin: Any, template: Template) -> None:
+        self.pid = pid
+        self.stdin = stdin
+        self.returncode: int | None = None
+        self._template = template
+        self._done = threading.Event()
+
+    def _exited(self, status: int) -> None:
+        self.returncode = status
+        self._done.set()
+
+    def poll(self) -> int | None:
+        if not self._done.is_set() and not self._template.alive():
+            self._exited(-9)  # the template is gone, and killed its workers with it
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            left = 0.5 if deadline is None else min(0.5, deadline - time.monotonic())
+            if left <= 0:
+                raise subprocess.TimeoutExpired(f"worker {self.pid}", timeout or 0.0)
+            self._done.wait(left)
+        assert self.returncode is not None
+        return self.returncode
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, 9)
+
+
+class Template:
+    """One template process and the orders sent to it (thread-safe)."""
+
+    def __init__(self, backend: str, env: dict[str, str], log_path: Path) -> None:
+        self.backend = backend
+        parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "ab") as log_file:
+            self._proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "cuda_agent.evaluator.worker.template",
+                    f"--control-fd={child_end.fileno()}",
+                ],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=log_file,
+                pass_fds=(child_end.fileno(),),
+                start_new_session=True,
+                cwd=str(log_path.parent),
+            )
+        child_end.close()
+        self._ctl = parent_end
+        self._ids = itertools.count(1)
+        self._pending: dict[int, Future[dict[str, Any]]] = {}
+        self._workers: dict[int, ForkedWorker] = {}
+        self._early: dict[int, int] = {}  # exits reported before the fork's reply was read
+        self._lock = threading.Lock()
+        self._send_lock = threading.Lock()
+        self._ready: Future[dict[str, Any]] = Future()
+        self._reader = threading.Thread(target=self._read, daemon=True, name="worker-template")
+        self._reader.start()
+
+    def alive(self) -> bool:
+        return self._proc.poll() is None and self._reader.is_alive()
+
+    def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> None:
+        try:
+            hello = self._ready.result(timeout=timeout_s)
+        except Exception as err:
+            raise TemplateUnavailable(f"the worker template did not start: {err}") from None
+        if not hello.get("ready"):
+            raise TemplateUnavailable(f"the worker template refused: {hello.get('error')}")
+
+    def fork(
+        self,
+        env: dict[str, str],
+        cwd: Path,
+        plan_json: str | None,
+        stdout_path: Path,
+        stderr_path: Path,
+    ) -> tuple[ForkedWorker, int]:
+        """Fork one worker; (the worker, the read end of its result pipe)."""
+        self.wait_ready()
+        stdin_read, stdin_write = os.pipe()
+        result_read, result_write = os.pipe()
+        out = os.open(stdout_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        err = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        order_id = next(self._ids)
+        reply: Future[dict[str, Any]] = Future()
+        with self._lock:
+            self._pending[order_id] = reply
+        order = {
+            "id": order_id,
+            "backend": self.backend,
+            "env": env,
+            "cwd": str(cwd),
+            "plan": plan_json,
+            "result_fd": CHILD_RESULT_FD,
+        }
+        try:
+            with self._send_lock:
+                socket.send_fds(
+                    self._ctl, [json.dumps(order).encode()], [stdin_read, result_write, out, err]
+                )
+            answer = reply.result(timeout=ORDER_TIMEOUT_S)
+        except Exception as error:
+            for fd in (stdin_write, result_read):
+                os.close(fd)
+            raise TemplateUnavailable(f"the worker template did not fork: {error}") from None
+        finally:
+            for fd in (stdin_read, result_write, out, err):
+                os.close(fd)
+            with self._lock:
+                self._pending.pop(order_id, None)
+        if "pid" not in answer:
+            os.close(stdin_write)
+            os.close(result_read)
+            raise TemplateUnavailable(f"the worker template refused: {answer.get('error')}")
+        pid = int(answer["pid"])
+        worker = ForkedWorker(pid, os.fdopen(stdin_write, "wb"), self)
+        with self._lock:
+            self._workers[pid] = worker
+            if pid in self._early:
+                worker._exited(self._early.pop(pid))
+        return worker, result_read
+
+    def close(self) -> None:
+        """Stop the template; it kills the workers it forked as it goes."""
+        with contextlib.suppress(OSError):
+            self._ctl.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(OSError):
+            self._ctl.close()
+        try:
+            self._proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._proc.pid, 9)
+            self._proc.wait()
+
+    def _read(self) -> None:
+        try:
+            while True:
+                data = self._ctl.recv(1 << 16)
+                if not data:
+                    break
+                self._dispatch(json.loads(data))
+        except (OSError, ValueError) as err:
+            log.debug("worker template channel closed: %s", err)
+        finally:
+            if not self._ready.done():
+                self._ready.set_exception(RuntimeError("the template exited"))
+            with self._lock:
+                for pending in self._pending.values():
+                    if not pending.done():
+                        pending.set_exception(RuntimeError("the template exited"))
+                for worker in self._workers.values():
+                    if worker.returncode is None:
+                        worker._exited(-9)
+
+    def _dispatch(self, message: dict[str, Any]) -> None:
+        if "ready" in message:
+            self._ready.set_result(message)
+        elif "exit" in message:
+            pid, status = int(message["exit"]), int(message["status"])
+            with self._lock:
+                worker = self._workers.pop(pid, None)
+                if worker is None:
+                    self._early[pid] = status
+            if worker is not None:
+                worker._exited(status)
+        else:
+            with self._lock:
+                pending = self._pending.get(int(message.get("id") or 0))
+            if pending is not None and not pending.done():
+                pending.set_result(message)
+
+
+class Templates:
+    """One template per (backend, environment), started on first use; ``max_templates`` kept
+    (the least recently used one is stopped)."""
+
+    def __init__(self, root: Path, max_templates: int = 8) -> None:
+        self.root = root
+        self.max_templates = max_templates
+        self._templates: dict[str, Template] = {}
+        self._lock = threading.Lock()
+        atexit.register(self.close)
+
+    def get(self, backend: str, env: dict[str, str], key: str) -> Template:
+        with self._lock:
+            template = self._templates.pop(key, None)
+            if template is not None and not template.alive():
+                template.close()
+                template = None
+            if template is None:
+                digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+                template = Template(backend, env, self.root / f"template-{digest}" / "log")
+            self._templates[key] = template
+            while len(self._templates) > self.max_templates:
+                self._templates.pop(next(iter(self._templates))).close()
+        return template
+
+    def close(self) -> None:
+        with self._lock:
+            templates = list(self._templates.values())
+            self._templates.clear()
+        for template in templates:
+            template.close()
+
+
+_TEMPLATES: Templates | None = None
+_TEMPLATES_LOCK = threading.Lock()
+
+
+def worker_templates(root: Path) -> Templates:
+    """The process-wide templates (folders under ``root``)."""
+    global _TEMPLATES
+    with _TEMPLATES_LOCK:
+        if _TEMPLATES is None:
+            _TEMPLATES = Templates(root)
+        return _TEMPLATES

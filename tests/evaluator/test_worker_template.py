@@ -1,0 +1,101 @@
+"""Workers forked from a template: the same verdicts and confinement, a start paid once.
+
+These run under the ``confine`` isolation mode (where workers confine themselves and are forked
+from the template) whatever this machine's default is; ``CUDA_AGENT_WORKER_TEMPLATE=0`` starts
+them the ordinary way, for comparison.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from cuda_agent.evaluator.pipeline import evaluate
+from cuda_agent.evaluator.worker.template import cuda_driver_loaded
+from cuda_agent.evaluator.worker_process import spawn_worker, worker_env
+from cuda_agent.evaluator.worker_template import ForkedWorker, Templates
+from cuda_agent.examples import examples_root
+from cuda_agent.problems.sets import resolve_problem
+from cuda_agent.solutions.loader import load_solution
+from cuda_agent.workspace.isolation import IsolationUnavailable
+from cuda_agent.workspace.sandbox import worker_isolation
+from tests.helpers import fast_options, wait_for
+
+pytestmark = pytest.mark.slow  # workers and a template
+
+
+@pytest.fixture
+def confine(monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("CUDA_AGENT_ISOLATION", "confine")
+    try:
+        mode = worker_isolation(gpu=False)
+    except IsolationUnavailable:
+        pytest.skip("no confine isolation here (needs Landlock or root)")
+    if mode == "none":
+        pytest.skip("no confine isolation here (needs Landlock or root)")
+    return mode
+
+
+def _relu() -> tuple[object, object]:
+    problem = resolve_problem("relu", "small")
+    return problem, load_solution(examples_root() / "relu" / "cpu.py")
+
+
+def test_a_forked_worker_gives_the_verdict_under_the_same_isolation(confine: str) -> None:
+    problem, solution = _relu()
+    forked = evaluate(problem, solution, fast_options())  # type: ignore[arg-type]
+    assert forked.correct and forked.flags == [], forked.error
+    assert forked.details["isolation"] == confine
+    assert forked.details["worker_start"]["ready_after_s"] is not None
+
+
+def test_the_template_forks_confined_workers_in_their_own_groups(
+    confine: str, tmp_path: Path
+) -> None:
+    env = worker_env()
+    handles = [spawn_worker("cpu", env, tmp_path / f"w{k}", sandboxed=True) for k in range(2)]
+    try:
+        for handle in handles:
+            assert isinstance(handle.proc, ForkedWorker)
+            assert os.getpgid(handle.proc.pid) == handle.proc.pid  # a session of its own
+        assert handles[0].proc.pid != handles[1].proc.pid
+        victim = handles[0].proc
+        os.killpg(victim.pid, signal.SIGKILL)
+        assert victim.wait(timeout=120) == -signal.SIGKILL  # reported by the template
+    finally:
+        for handle in handles:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(handle.proc.pid, signal.SIGKILL)
+            handle.proc.wait(timeout=120)
+
+
+def test_closing_the_template_kills_the_workers_it_forked(confine: str, tmp_path: Path) -> None:
+    templates = Templates(tmp_path / "templates")
+    template = templates.get("cpu", worker_env(), "k")
+    out = tmp_path / "out"
+    out.mkdir()
+    worker, read_fd = template.fork(worker_env(), out, None, out / "o", out / "e")
+    os.close(read_fd)
+    assert worker.poll() is None
+    templates.close()
+    assert wait_for(lambda: worker.poll() is not None, deadline_s=120)
+
+
+def test_without_a_template_the_worker_is_its_own_process(
+    confine: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("CUDA_AGENT_WORKER_TEMPLATE", "0")
+    handle = spawn_worker("cpu", worker_env(), tmp_path / "w", sandboxed=True)
+    try:
+        assert not isinstance(handle.proc, ForkedWorker)
+    finally:
+        os.killpg(handle.proc.pid, signal.SIGKILL)
+        handle.proc.wait(timeout=120)
+
+
+def test_no_cuda_driver_in_a_process_that_never_used_cuda() -> None:
+    assert cuda_driver_loaded() is False
