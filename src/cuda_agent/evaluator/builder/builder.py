@@ -37,6 +37,7 @@ from cuda_agent.core import secret
 from cuda_agent.core.paths import builds_dir, ensure_dir
 from cuda_agent.evaluator.builder.compile_sandbox import confine_compiler
 from cuda_agent.evaluator.builder.compiler_log import DIAGNOSTIC, summarise
+from cuda_agent.evaluator.builder.compiler_slots import compiler_slot
 from cuda_agent.evaluator.builder.light import (
     LightIndex,
     blank_umbrellas,
@@ -502,23 +503,26 @@ def _run(
     env = None
     if confined:
         command, env = confine_compiler(command, cwd)
-    proc = subprocess.Popen(
-        command,
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        out, _ = proc.communicate(timeout=remaining)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        text = out.decode("utf-8", "replace")[-MAX_LOG_CHARS:]
-        return False, text + "\nbuild timed out (the compiler was killed)"
+    with compiler_slot(deadline) as got:
+        if not got:
+            return False, "build timed out waiting for a free compiler slot"
+        proc = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            out, _ = proc.communicate(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            out, _ = proc.communicate()
+            text = out.decode("utf-8", "replace")[-MAX_LOG_CHARS:]
+            return False, text + "\nbuild timed out (the compiler was killed)"
     return proc.returncode == 0, out.decode("utf-8", "replace")[-MAX_LOG_CHARS:]
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cuda_agent.evaluator.builder.compile_sandbox import confine_compiler
+from cuda_agent.evaluator.builder.compiler_slots import compiler_slot
 
 ASSIGNMENT = re.compile(r"^([A-Za-z_]\w*)=([^\"']*)$")
 MODULE_ID = re.compile(r'--module_id_file_name\s+"([^"]+)"')
@@ -183,16 +184,19 @@ def run_steps(
         full_env = {**os.environ, **(env or {})}
         if confined:
             argv, full_env = confine_compiler(argv, cwd, env or {})
-        proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=full_env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        out = _wait(proc, deadline, cancel)
+        with compiler_slot(deadline) as got:
+            if not got:
+                return False, "".join(output) + "build timed out waiting for a compiler slot\n"
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=full_env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            out = _wait(proc, deadline, cancel)
         output.append(out)
         if proc.returncode != 0:
             if time.monotonic() >= deadline:
