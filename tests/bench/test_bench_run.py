@@ -101,6 +101,11 @@ def test_cli_bench_run_and_report(solutions: Path, tmp_path: Path) -> None:
         timeout=1200,
     )
     assert run.returncode == 0, run.stderr[-2000:]
+    use = json.loads((out / "run.json").read_text())["utilization"]
+    assert use["devices"] == 1 and 0 < use["device_held_fraction"] <= 1
+    assert 0 < use["device_work_s"] <= use["device_held_s"] <= use["wall_s"]
+    assert use["queue_wait_s"]["jobs"] >= 1 and use["phases_s"]["worker"] > 0
+    assert "devices held " in run.stdout and "queue wait mean" in run.stdout
     report = subprocess.run(
         [
             sys.executable,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,8 @@ from cuda_agent.bench.records import (
     chosen_attempts,
     isolation_summary,
     read_records,
+    read_run_info,
+    write_run_info,
 )
 from cuda_agent.bench.run import AgentSpec, run_agent, run_solutions, summary_counts
 from cuda_agent.cli.common import (
@@ -34,6 +37,8 @@ from cuda_agent.cli.pools import make_pool
 from cuda_agent.cli.progress_log import Reporter
 from cuda_agent.cli.report_text import print_kernelbench, print_lint_summary
 from cuda_agent.cli.solve_cmd import check_tool_format
+from cuda_agent.cluster.ledger import describe as describe_utilization
+from cuda_agent.cluster.ledger import utilization
 from cuda_agent.core.errors import ConfigError, CudaAgentError
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.problems.sets import load_problem_set
@@ -122,8 +127,9 @@ def run_command(
                 f"than compile {counts['faster_compile']}",
             )
 
+        started = time.monotonic()
         if solutions is not None:
-            run_solutions(problem_list, solutions, pool, options, out, on_record)
+            ran = run_solutions(problem_list, solutions, pool, options, out, on_record)
         else:
             from cuda_agent.agent.models import OpenAIChatModel
 
@@ -136,8 +142,14 @@ def run_command(
             spec.limits.max_turns = max_turns
             spec.limits.max_output_tokens = max_output_tokens
             spec.limits.context_tokens = context_tokens
-            run_agent(problem_list, spec, pool, options, out, on_record)
+            ran = run_agent(problem_list, spec, pool, options, out, on_record)
+        figures = utilization(
+            pool.ledger, pool.devices, time.monotonic() - started, [r.result for r in ran]
+        )
+    write_run_info(out, {**read_run_info(out), "utilization": figures})
     _print_table([("this run", compute_metrics(chosen_attempts(read_records(out))))])
+    if ran:
+        out_console.print(describe_utilization(figures))
     out_console.print(f"results: {out / 'results.jsonl'}; report: cuda-agent bench report {out}")
     if export_best is not None:
         from cuda_agent.cli.export_cmd import export_run_best

@@ -17,6 +17,7 @@ import dataclasses
 import os
 import queue
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from cuda_agent.cluster.pool import (
@@ -133,7 +134,10 @@ class LocalPool(EvalPool):
             if prepared.error is not None:
                 return execute(prepared)
             self.board.move(ident, "device-wait")
+            waited = time.monotonic()
             device = self._free.get()
+            got = time.monotonic()
+            self.ledger.wait(got - waited)
             try:
                 with self._lock:
                     self._running[device] += 1
@@ -144,6 +148,7 @@ class LocalPool(EvalPool):
             finally:
                 with self._lock:
                     self._running[device] -= 1
+                self.ledger.held(device, got, time.monotonic())
                 self._free.put(device)
 
         return with_retries(attempt, job.problem.id, self.backend, self.retries)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cuda_agent.cluster.board import JobBoard
+from cuda_agent.cluster.ledger import DeviceLedger
 from cuda_agent.core.locks import device_lock_path
 from cuda_agent.core.paths import ensure_dir, scratch_dir
 from cuda_agent.core.types import EvalResult, Problem, Solution, StageError
@@ -76,6 +77,14 @@ class EvalPool(ABC):
         if board is None:
             board = self.__dict__["_board"] = JobBoard()
         return board
+
+    @property
+    def ledger(self) -> DeviceLedger:
+        """Queue waits and device holds of this pool's jobs (``cluster/ledger.py``)."""
+        ledger = self.__dict__.get("_ledger")
+        if ledger is None:
+            ledger = self.__dict__["_ledger"] = DeviceLedger()
+        return ledger
 
     def attach_board(self, board: JobBoard) -> None:
         """Report into ``board`` (shared by several pools of one run)."""

@@ -26,6 +26,7 @@ import logging
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -253,7 +254,10 @@ class RayPool(EvalPool):
                 from cuda_agent.evaluator.pipeline import execute
 
                 return execute(prepared)
+            waited = time.monotonic()
             index = self._free.get()
+            got = time.monotonic()
+            self.ledger.wait(got - waited)
             tries += 1
             with self._lock:
                 self._busy.add(index)
@@ -266,6 +270,7 @@ class RayPool(EvalPool):
             finally:
                 with self._lock:
                     self._busy.discard(index)
+                self.ledger.held(f"actor{index}", got, time.monotonic())
                 self._free.put(index)
 
         result = with_retries(attempt, job.problem.id, self.backend, self.retries)

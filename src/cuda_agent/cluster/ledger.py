@@ -1,0 +1,123 @@
+"""How busy a pool kept its devices: queue waits and the time each device was held.
+
+A pool records, for every job that reached a device, when it started waiting for one, when it
+got it and when it gave it back (``DeviceLedger.wait`` / ``held``). ``utilization`` turns that,
+with the jobs' own phase times (their results' ``timings_s`` and ``worker_phases_s``), into the
+figures ``bench run`` prints and writes to ``run.json``:
+
+* ``device_held_fraction``: the union of the intervals each device was held by a job, summed
+  over the devices, over ``wall_s`` times the number of devices (overlapping jobs on a shared
+  device count once);
+* ``device_work_fraction``: the workers' own measured phases (reference and inputs, import,
+  verification, timing: the device-exclusive work) over the same;
+* ``queue_wait_s``: total, mean and max seconds jobs waited for a device;
+* ``phases_s``: each pipeline stage's seconds summed over the jobs (static, build, worker,
+  baseline, shapes), and the workers' start-up seconds.
+
+What it does not do: measure the GPU itself (no NVML); "held" is the pool's view.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+
+class DeviceLedger:
+    """Thread-safe record of queue waits and device holds (monotonic seconds)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._waits: list[float] = []
+        self._holds: dict[str, list[tuple[float, float]]] = defaultdict(list)
+        self.started = time.monotonic()
+
+    def wait(self, seconds: float) -> None:
+        with self._lock:
+            self._waits.append(seconds)
+
+    def held(self, device: str, start: float, end: float) -> None:
+        with self._lock:
+            self._holds[device].append((start, end))
+
+    def snapshot(self) -> tuple[list[float], dict[str, list[tuple[float, float]]]]:
+        with self._lock:
+            return list(self._waits), {d: list(h) for d, h in self._holds.items()}
+
+
+def _union(intervals: list[tuple[float, float]]) -> float:
+    total, end = 0.0, float("-inf")
+    for start, stop in sorted(intervals):
+        if start > end:
+            total += stop - start
+            end = stop
+        elif stop > end:
+            total += stop - end
+            end = stop
+    return total
+
+
+def utilization(
+    ledger: DeviceLedger | None,
+    devices: list[str],
+    wall_s: float,
+    results: Iterable[dict[str, Any]],
+) -> dict[str, Any]:
+    """The figures of the module docstring for a run of ``wall_s`` seconds on ``devices``."""
+    phases: dict[str, float] = defaultdict(float)
+    work = 0.0
+    starts = 0.0
+    for result in results:
+        details = result.get("details") or {}
+        for stage, seconds in (details.get("timings_s") or {}).items():
+            if isinstance(seconds, (int, float)):
+                phases[stage] += float(seconds)
+        work += sum(
+            float(s) for s in (details.get("worker_phases_s") or {}).values() if s is not None
+        )
+        ready = (details.get("worker_start") or {}).get("ready_after_s")
+        if isinstance(ready, (int, float)):
+            starts += float(ready)
+    capacity = max(wall_s, 1e-9) * max(1, len(devices))
+    out: dict[str, Any] = {
+        "wall_s": round(wall_s, 3),
+        "devices": len(devices),
+        "device_work_s": round(work, 3),
+        "device_work_fraction": round(min(1.0, work / capacity), 4),
+        "phases_s": {k: round(v, 3) for k, v in sorted(phases.items())},
+        "worker_start_s": round(starts, 3),
+    }
+    if ledger is not None:
+        waits, holds = ledger.snapshot()
+        held = sum(_union(h) for h in holds.values())
+        out["device_held_s"] = round(held, 3)
+        out["device_held_fraction"] = round(min(1.0, held / capacity), 4)
+        out["queue_wait_s"] = {
+            "total": round(sum(waits), 3),
+            "mean": round(sum(waits) / len(waits), 3) if waits else 0.0,
+            "max": round(max(waits), 3) if waits else 0.0,
+            "jobs": len(waits),
+        }
+    return out
+
+
+def describe(figures: dict[str, Any]) -> str:
+    """One line for a terminal: ``devices busy 73% of 412 s (device work 61%) | ...``."""
+    parts = []
+    if "device_held_fraction" in figures:
+        parts.append(
+            f"devices held {figures['device_held_fraction']:.0%} of {figures['wall_s']:.0f} s "
+            f"(device work {figures['device_work_fraction']:.0%})"
+        )
+        wait = figures["queue_wait_s"]
+        parts.append(f"queue wait mean {wait['mean']:.1f} s, max {wait['max']:.1f} s")
+    else:
+        parts.append(
+            f"device work {figures['device_work_fraction']:.0%} of {figures['wall_s']:.0f} s"
+        )
+    stages = ", ".join(f"{k} {v:.0f} s" for k, v in figures["phases_s"].items())
+    parts.append(f"phases: {stages or 'none'}; worker start-up {figures['worker_start_s']:.0f} s")
+    return " | ".join(parts)

@@ -1,0 +1,39 @@
+"""The pool's ledger: queue waits, device holds and the busy fractions bench run reports."""
+
+from __future__ import annotations
+
+from cuda_agent.cluster.ledger import DeviceLedger, describe, utilization
+
+
+def test_overlapping_holds_of_one_device_count_once() -> None:
+    ledger = DeviceLedger()
+    ledger.held("0", 10.0, 20.0)
+    ledger.held("0", 15.0, 25.0)  # two jobs sharing the device
+    ledger.held("1", 10.0, 12.0)
+    ledger.wait(0.5)
+    ledger.wait(1.5)
+    results = [
+        {
+            "details": {
+                "timings_s": {"build": 2.0, "worker": 9.0},
+                "worker_phases_s": {"verify": 3.0, "time": 4.0},
+                "worker_start": {"ready_after_s": 0.25},
+            }
+        },
+        {"details": {"timings_s": {"static": 0.1, "build": 1.0}}},
+    ]
+    figures = utilization(ledger, ["0", "1"], 20.0, results)
+    assert figures["device_held_s"] == 17.0  # 15 on device 0 (10-25), 2 on device 1
+    assert figures["device_held_fraction"] == round(17.0 / 40.0, 4)
+    assert figures["device_work_s"] == 7.0 and figures["device_work_fraction"] == round(7 / 40, 4)
+    assert figures["queue_wait_s"] == {"total": 2.0, "mean": 1.0, "max": 1.5, "jobs": 2}
+    assert figures["phases_s"] == {"build": 3.0, "static": 0.1, "worker": 9.0}
+    assert figures["worker_start_s"] == 0.25
+    line = describe(figures)
+    assert line.startswith("devices held 42% of 20 s (device work 18%)") and "max 1.5 s" in line
+
+
+def test_without_a_ledger_only_the_results_speak() -> None:
+    figures = utilization(None, ["cpu0"], 0.0, [])
+    assert "device_held_fraction" not in figures and figures["device_work_fraction"] == 0.0
+    assert describe(figures).startswith("device work 0% of 0 s")
