@@ -43,6 +43,11 @@
 #                                    time after the CLI stopped importing torch, the cuDNN-threads
 #                                    GPU test (its message names the threads), and HardTanh timed
 #                                    with one and with three jobs per GPU; one nvidia-h200 call
+#   bash benchmarks/gpu_suite.sh S   the worker engine: a fresh worker's start forked from the
+#                                    template and as its own process (confine isolation), single
+#                                    eval wall time alone and with serve, then the technoabsurdist
+#                                    corpus through bench run with its utilization line (carry
+#                                    .corpus/technoabsurdist); one nvidia-h200 call
 #   bash benchmarks/gpu_suite.sh compat   the KernelBench compatibility suite (nvidia-h200-x2):
 #                                    CUDA-L1's solutions (sets $COMPAT_SETS, default "h20 a100")
 #                                    through ours on GPU 0 and KernelBench's evaluator on GPU 1,
@@ -382,6 +387,22 @@ for line in open('/tmp/r-run-$jobs/results.jsonl'):
     echo "no $set_dir (carry gpu-runs)"
   fi
   ;;
+S)
+  nvidia-smi -L
+  CUDA_VISIBLE_DEVICES=0 timeout 240 python3 benchmarks/worker_start.py --backend cuda --runs 5 \
+    --isolation confine 2>&1 | tee "$OUT/s-worker-start.txt"
+  CUDA_VISIBLE_DEVICES=0 timeout 200 python3 benchmarks/eval_cli_latency.py --backend cuda --runs 3 \
+    2>&1 | tee "$OUT/s-eval-latency.txt"
+  corpus=.corpus/technoabsurdist
+  if [ -d "$corpus/problems" ]; then
+    CUDA_VISIBLE_DEVICES=0 timeout 300 python3 -m cuda_agent bench run --problems "$corpus/problems" \
+      --solutions "$corpus/solutions" --backend cuda --out /tmp/s-corpus >"$OUT/s-corpus.log" 2>&1
+    tail -3 "$OUT/s-corpus.log"
+    python3 -c "import json; print(json.load(open('/tmp/s-corpus/run.json'))['utilization'])"
+  else
+    echo "no $corpus (see docs/compat.md to fetch it)"
+  fi
+  ;;
 compat)
   nvidia-smi -L
   (kb_env)  # KernelBench's wheels into /tmp/site, for its processes only
@@ -390,7 +411,7 @@ compat)
   tar czf "$OUT/compat.tgz" gpu-runs/compat
   ;;
 *)
-  echo "usage: $0 A|B|C|D|E|F|G|H|I|J|K|L|M|N|O|P|Q|EXPORT|compat" >&2
+  echo "usage: $0 A|B|C|D|E|F|G|H|I|J|K|L|M|N|O|P|Q|R|S|EXPORT|compat" >&2
   exit 2
   ;;
 esac
