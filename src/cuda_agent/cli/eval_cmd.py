@@ -57,9 +57,13 @@ def eval_command(
         False, "--reward-shapes", help="A failed size makes the reward -1 (implies --shapes)."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print exactly one JSON object."),
-    service: bool = typer.Option(
-        True, "--service/--no-service", help="Use `cuda-agent serve` when it is running."
+    service: str = typer.Option(
+        "auto",
+        "--service",
+        help="auto: this machine's `cuda-agent serve` when it runs; or the URL of a reward "
+        "service (`serve --http`; token from CUDA_AGENT_TOKEN).",
     ),
+    no_service: bool = typer.Option(False, "--no-service", help="Evaluate in this process."),
 ) -> None:
     """Evaluate SOLUTION against PROBLEM: build, verify, time, reward."""
     options = eval_options(
@@ -77,7 +81,15 @@ def eval_command(
         shapes=shapes,
         reward_shapes=reward_shapes,
     )
-    result = run_eval(problem, solution, backend, size, options, quiet=as_json, service=service)
+    if service.startswith(("http://", "https://")) and not no_service:
+        result = run_remote_eval(problem, solution, backend, size, options, service, as_json)
+    else:
+        if service != "auto" and not no_service:
+            raise fail(f"--service {service!r}: give auto or an http(s):// URL")
+        use_local = not no_service
+        result = run_eval(
+            problem, solution, backend, size, options, quiet=as_json, service=use_local
+        )
     if as_json:
         print_json(result.to_dict())
     else:
@@ -113,6 +125,22 @@ def eval_options(**values: Any) -> EvalOptions:
     """The command's options, validated before anything is loaded (the backend, which may
     need a look for a GPU, is set once they are known to be usable)."""
     return EvalOptions(**values).validate()
+
+
+@one_line_errors
+def run_remote_eval(
+    problem: str,
+    solution: Path,
+    backend: str,
+    size: str,
+    opts: EvalOptions,
+    url: str,
+    quiet: bool,
+) -> EvalResult:
+    """Evaluate through a reward service; the result prints as a local one does."""
+    from cuda_agent.cli.remote import evaluate_at
+
+    return evaluate_at(url, problem, solution, backend, size, opts, quiet)
 
 
 @one_line_errors

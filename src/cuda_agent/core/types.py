@@ -119,3 +119,12 @@ class EvalResult:
         out = dataclasses.asdict(self)
         out["error"] = self.error.to_dict() if self.error else None
         return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EvalResult:
+        """The result ``to_dict`` (``eval --json``) gave; keys it does not know are left out."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        error = values.get("error")
+        values["error"] = StageError(**error) if isinstance(error, dict) else None
+        return cls(**values)
