@@ -25,12 +25,14 @@ URL_LINE = re.compile(r"on (http://[\w.\[\]:]+)")
 class Service:
     """``cuda-agent serve --http 127.0.0.1:0`` with two tenants' tokens and its own store."""
 
-    def __init__(self, folder: Path, db: Path | None = None, tokens: bool = True) -> None:
+    def __init__(
+        self, folder: Path, db: Path | None = None, tokens: bool = True, port: int = 0
+    ) -> None:
         self.folder = folder
         self.db = db or folder / "jobs.sqlite"
         self.log = folder / f"service-{time.monotonic_ns()}.log"
         env = {**os.environ, "CA_TEST_TOKENS": ",".join(TOKENS)}
-        args = [sys.executable, "-m", "cuda_agent", "serve", "--http", "127.0.0.1:0"]
+        args = [sys.executable, "-m", "cuda_agent", "serve", "--http", f"127.0.0.1:{port}"]
         args += ["--backend", "cpu", "--db", str(self.db)]
         if tokens:
             args += ["--token-env", "CA_TEST_TOKENS"]
@@ -92,3 +94,11 @@ def file_member(name: str, text: str) -> tuple[tarfile.TarInfo, bytes]:
     info = tarfile.TarInfo(name)
     info.size = len(blob)
     return info, blob
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
