@@ -21,8 +21,8 @@ demo: $(STAMP)
 	$(BIN)/cuda-agent demo
 
 check: $(STAMP)
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/mypy
 
 # the fast tier: no test marked slow (a build of its own, workers in numbers, long runs)

@@ -39,6 +39,7 @@ from cuda_agent.cli.report_text import print_kernelbench, print_lint_summary
 from cuda_agent.cli.solve_cmd import check_tool_format
 from cuda_agent.cluster.ledger import describe as describe_utilization
 from cuda_agent.cluster.ledger import utilization
+from cuda_agent.cluster.pool import EvalPool
 from cuda_agent.core.errors import ConfigError, CudaAgentError
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.problems.sets import load_problem_set
@@ -68,6 +69,11 @@ def run_command(
     policy: str = typer.Option("strict", help="strict, kernelbench or off."),
     workers: int | None = typer.Option(None, help="Device workers (default: every GPU)."),
     ray: str | None = typer.Option(None, help="Use Ray: 'local' or a cluster address."),
+    service: str | None = typer.Option(
+        None,
+        "--service",
+        help="Evaluate through a reward service at this URL (token from CUDA_AGENT_TOKEN).",
+    ),
     spare_workers: int = typer.Option(
         3, help="Started evaluation processes kept ready per device (hides their start-up)."
     ),
@@ -86,7 +92,18 @@ def run_command(
 ) -> None:
     """Evaluate every problem of the set; progress shows live pass / faster counts (a bar on a
     terminal; in a log, a line per finished job and a summary every 30 s)."""
-    chosen = resolve_backend(backend)
+    remote = None
+    if service is not None:
+        if ray or workers or jobs_per_gpu > 1:
+            raise ConfigError("--service evaluates on the service's pool: no --ray/--workers")
+        from cuda_agent.service.remote_pool import ServicePool
+
+        remote = ServicePool(service)
+        chosen = remote.backend if backend == "auto" else resolve_backend(backend)
+        if remote.backend != chosen:
+            raise ConfigError(f"the service at {service} evaluates on {remote.backend}")
+    else:
+        chosen = resolve_backend(backend)
     problem_list = load_problem_set(problems, parse_levels(levels), resolve_size(size, chosen))
     options = EvalOptions(
         backend=chosen,
@@ -111,9 +128,12 @@ def run_command(
             "CPU work runs beside each timing, so absolute times may read high (run.json says "
             "jobs_per_device); time with the default 1 (docs/benchmarking.md)"
         )
-    pool = make_pool(
-        chosen, workers, ray, build_workers=build_workers, jobs_per_device=jobs_per_gpu
-    )
+    if remote is not None:
+        pool: EvalPool = remote
+    else:
+        pool = make_pool(
+            chosen, workers, ray, build_workers=build_workers, jobs_per_device=jobs_per_gpu
+        )
     seen: list[AttemptRecord] = list(read_records(out)) if out.exists() else []
     total = len(problem_list) * (attempts if model else 1)
     with pool, Reporter("bench", total, pool.board, done=len(seen)) as reporter:
@@ -143,8 +163,9 @@ def run_command(
             spec.limits.max_output_tokens = max_output_tokens
             spec.limits.context_tokens = context_tokens
             ran = run_agent(problem_list, spec, pool, options, out, on_record)
+        ledger = pool.ledger if pool.measures_devices else None
         figures = utilization(
-            pool.ledger, pool.devices, time.monotonic() - started, [r.result for r in ran]
+            ledger, pool.devices, time.monotonic() - started, [r.result for r in ran]
         )
     write_run_info(out, {**read_run_info(out), "utilization": figures})
     _print_table([("this run", compute_metrics(chosen_attempts(read_records(out))))])

@@ -19,25 +19,14 @@ from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.core.types import EvalResult
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.problems.sets import resolve_problem
-from cuda_agent.service.client import TOKEN_ENV, ServiceClient, ServiceFailed, ServiceRefused
-from cuda_agent.solutions.loader import load_solution
-
-SENT_OPTIONS = (
-    "policy",
-    "precision",
-    "trials",
-    "atol",
-    "rtol",
-    "reward",
-    "shapes",
-    "reward_shapes",
+from cuda_agent.service.client import (
+    TOKEN_ENV,
+    ServiceClient,
+    ServiceFailed,
+    ServiceRefused,
+    client_options,
 )
-
-
-def client_options(opts: EvalOptions) -> dict[str, object]:
-    values: dict[str, object] = {k: getattr(opts, k) for k in SENT_OPTIONS}
-    values["baselines"] = list(opts.baselines)
-    return {k: v for k, v in values.items() if v is not None}
+from cuda_agent.solutions.loader import load_solution
 
 
 def evaluate_at(

@@ -55,6 +55,8 @@ class WorkerTaskResult:
 class EvalPool(ABC):
     """Evaluate many jobs concurrently; results come back as futures."""
 
+    measures_devices = True  # its ledger sees the devices (a remote service's pool does not)
+
     @abstractmethod
     def submit(self, job: EvalJob) -> Future[EvalResult]: ...
 

@@ -13,7 +13,9 @@ on GPUs that are not the training GPUs. The section (``common.yaml``) says how:
     GPUs lie outside verl's placement groups, so evaluation and training GPUs stay apart);
   - a Ray address (``ray://HOST:10001``): a ``RayPool`` connected to that cluster, when this
     process has not started Ray yet. Inside a verl worker Ray is already up and one process
-    cannot join a second cluster, so there the pool uses verl's cluster, as with ``ray``.
+    cannot join a second cluster, so there the pool uses verl's cluster, as with ``ray``;
+  - a reward service's URL (``http://HOST:8000``, ``cuda-agent serve --http``): every
+    evaluation is a job of that service (token from ``CUDA_AGENT_TOKEN``; docs/service.md).
 
 Pools are made once per process and per (backend, pool) and shared by every episode of it.
 
@@ -73,6 +75,10 @@ class EvaluationSettings:
         """In-process evaluation for ``local``, else the process's shared Ray pool."""
         if self.pool == "local":
             return evaluate
+        if self.pool.startswith(("http://", "https://")):
+            from cuda_agent.service.remote_pool import service_evaluator
+
+            return service_evaluator(self.pool)
         pool = _shared_pool(self.backend, self.pool)
 
         def submit(problem: Problem, solution: Solution, options: EvalOptions) -> EvalResult:

@@ -46,6 +46,18 @@ class ServiceFailed(RuntimeError):
     """A job ended without a result (``failed`` or ``cancelled``): its error."""
 
 
+# the options of ``EvalOptions`` that a submission carries (``payload.CLIENT_OPTIONS``)
+SENT_OPTIONS = ("policy", "precision", "trials", "atol", "rtol", "reward", "shapes")
+
+
+def client_options(opts: Any) -> dict[str, Any]:
+    """An ``EvalOptions``' client-side options as a submission's ``options``."""
+    values: dict[str, Any] = {k: getattr(opts, k) for k in SENT_OPTIONS}
+    values["reward_shapes"] = opts.reward_shapes
+    values["baselines"] = list(opts.baselines)
+    return {k: v for k, v in values.items() if v is not None}
+
+
 def _archive(files: dict[str, str]) -> str:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
