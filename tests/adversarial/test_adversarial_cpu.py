@@ -92,6 +92,45 @@ def listener() -> Iterator[Listener]:
 
 @pytest.mark.parametrize("fixture", params())
 def test_fixture_gets_its_required_verdict(fixture: Fixture, listener: Listener) -> None:
+    check_verdict(fixture, listener)
+
+
+def _confine_elsewhere() -> str | None:
+    """Why the template variant below is not needed or cannot run here (None: it runs)."""
+    try:
+        default = worker_isolation(gpu=False)
+    except IsolationUnavailable:
+        return "no isolation here"
+    if default != "bwrap":
+        return f"workers here already confine themselves ({default}): the test above is it"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CUDA_AGENT_ISOLATION", "confine")
+        try:
+            confined = worker_isolation(gpu=False)
+        except IsolationUnavailable:
+            return "no confine isolation here"
+    return None if confined != "none" else "no confine isolation here"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "fixture", [f for f in CATALOGUE if f.name in cheap_fixture_names()], ids=lambda f: f.name
+)
+def test_fixture_verdict_from_a_template_forked_worker(
+    fixture: Fixture, listener: Listener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where bubblewrap is the default, the same fixtures again under ``confine``: workers
+    forked from the template (a GPU pod's workers are), with the same required verdicts."""
+    reason = _confine_elsewhere()
+    if reason:
+        pytest.skip(reason)
+    if fixture.known_gap:
+        pytest.xfail(fixture.known_gap)
+    monkeypatch.setenv("CUDA_AGENT_ISOLATION", "confine")
+    check_verdict(fixture, listener)
+
+
+def check_verdict(fixture: Fixture, listener: Listener) -> None:
     targets = [Path(t) for t in os.environ["CA_ADV_TARGETS"].split(":")]
     connections = len(listener.accepted)
     result = run(fixture)
