@@ -144,6 +144,7 @@ class KernelEnvironment:
         self.tools: ToolRegistry = default_tools()
         self.tracker = BestTracker(self.workdir, folder / "best", trajectory)
         self.score: EpisodeScore | None = None
+        self.language = "cuda"  # the kernel language of the workspace (``open`` sets it)
         self._ipc = ipc
         self._owns_folder = owns_folder
         self._shell = PersistentShell(sandbox)
@@ -171,6 +172,7 @@ class KernelEnvironment:
         start: dict[str, Any] | None = None,
         resume: bool = False,
         owns_folder: bool = False,
+        language: str = "cuda",
     ) -> KernelEnvironment:
         """An episode in ``folder``: a fresh workdir for ``problem`` (or, with ``resume``, the
         one already there), its trajectory started with ``start``'s fields (or marked
@@ -179,7 +181,7 @@ class KernelEnvironment:
         folder.mkdir(parents=True, exist_ok=True)
         workdir = folder / "workdir"
         if not resume:
-            init_workspace(problem, workdir, backend, problem_spec)
+            init_workspace(problem, workdir, backend, problem_spec, language=language)
         options = replace(eval_options, backend=backend) if eval_options else None
         options = options or EvalOptions(backend=backend)
         trajectory = Trajectory(folder / "trajectory.jsonl")
@@ -200,6 +202,7 @@ class KernelEnvironment:
                 problem, folder, options, evaluator, trajectory, sandbox, ipc, tool_timeout_s,
                 owns_folder,
             )  # fmt: skip
+            env.language = language
         except BaseException:
             shutil.rmtree(ipc, ignore_errors=True)
             trajectory.close()

@@ -35,6 +35,7 @@ class EpisodeConfig:
     eval_options: EvalOptions | None = None
     use_bwrap: bool | None = None  # None: bubblewrap when usable
     evaluator: Evaluator = evaluate  # a pool's submit in a bench
+    language: str = "cuda"  # the workspace's kernel language: cuda or triton
 
 
 @dataclass
@@ -92,6 +93,7 @@ def run_episode(
         tool_timeout_s=config.limits.tool_timeout_s,
         start={"model": model.name, "limits": config.limits.__dict__},
         resume=resume,
+        language=config.language,
     )
     with env:
         if resume:
@@ -101,7 +103,9 @@ def run_episode(
                 {"role": "system", "content": SYSTEM_PROMPT},
                 {
                     "role": "user",
-                    "content": task_prompt(problem.id, config.backend, str(env.workdir)),
+                    "content": task_prompt(
+                        problem.id, config.backend, str(env.workdir), config.language
+                    ),
                 },
             ]
             for message in messages:

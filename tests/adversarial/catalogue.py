@@ -40,6 +40,7 @@ class Fixture:
     options: dict[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     message_has: str = ""
+    needs_triton: bool = False  # a Triton fixture (the interpreter on the cpu backend)
 
     @property
     def file(self) -> str:
@@ -320,6 +321,51 @@ CATALOGUE: list[Fixture] = [
     R("f_compile_log_flood", "F", ("build_failed",), "log trimmed to the first errors"),
     R("f_fork_children", "F", ("processes_started",), "child processes counted; group killed"),
     S("f_huge_stdout", "F", "candidate output goes to a file; only its tail is kept"),
+    # Triton (run by its interpreter on the cpu backend; GPU-only ones live in tests/gpu)
+    S("t_honest_relu", "T", "launches counted by the harness's own hook", needs_triton=True),
+    S(
+        "t_honest_relu@kernelbench",
+        "T",
+        "the same under kernelbench",
+        needs_triton=True,
+        **under("kernelbench"),
+    ),
+    R(
+        "t_decoy_launch",
+        "T/A7",
+        ("forbidden_op:relu",),
+        "dispatcher hook: the torch compute beside the launch",
+        needs_triton=True,
+    ),
+    R(
+        "t_decoy_launch@kernelbench",
+        "T/A7",
+        ("custom_kernel_unused",),
+        "one call with every Triton launch skipped still gives the right output",
+        needs_triton=True,
+        **under("kernelbench"),
+    ),
+    R(
+        "t_cache_across_calls",
+        "T/A13",
+        (*MISMATCH, "no_custom_kernel"),
+        "fresh inputs per trial; a custom call required in every forward",
+        needs_triton=True,
+    ),
+    R(
+        "t_reads_outside_inputs",
+        "T/A12",
+        (*MISMATCH,),
+        "fresh inputs per trial: a kernel reading anything but its own input is wrong",
+        needs_triton=True,
+    ),
+    R(
+        "t_patch_launch",
+        "T/B3",
+        ("harness_patched:JITFunction.run", "harness_patched:InterpretedFunction.run"),
+        "the hook's identity checked like the other harness functions",
+        needs_triton=True,
+    ),
 ]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 import subprocess
@@ -36,6 +37,8 @@ def params() -> list[object]:
         marks = [] if fixture.name in cheap else [pytest.mark.slow]
         if fixture.needs_sandbox and not isolated:
             marks.append(pytest.mark.skip(reason="no isolation here (see test_isolation.py)"))
+        if fixture.needs_triton and importlib.util.find_spec("triton") is None:
+            marks.append(pytest.mark.skip(reason="triton is not installed (pip install triton)"))
         if fixture.known_gap:
             marks.append(pytest.mark.xfail(reason=fixture.known_gap, strict=True))
         out.append(pytest.param(fixture, id=fixture.name, marks=marks))
@@ -124,6 +127,8 @@ def test_fixture_verdict_from_a_template_forked_worker(
     reason = _confine_elsewhere()
     if reason:
         pytest.skip(reason)
+    if fixture.needs_triton and importlib.util.find_spec("triton") is None:
+        pytest.skip("triton is not installed (pip install triton)")
     if fixture.known_gap:
         pytest.xfail(fixture.known_gap)
     monkeypatch.setenv("CUDA_AGENT_ISOLATION", "confine")

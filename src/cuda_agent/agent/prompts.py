@@ -19,8 +19,11 @@ reach), reply without calling any tool, with a short summary of what you built. 
 evaluator scores the final state of the workspace; the best verified state is kept too."""
 
 
-def task_prompt(problem_id: str, backend: str, workdir: str) -> str:
-    kind = "CUDA kernels" if backend == "cuda" else "C++ kernels (the cpu backend)"
+def task_prompt(problem_id: str, backend: str, workdir: str, language: str = "cuda") -> str:
+    if language == "triton":
+        kind = "Triton kernels" + ("" if backend == "cuda" else " (run by Triton's interpreter)")
+    else:
+        kind = "CUDA kernels" if backend == "cuda" else "C++ kernels (the cpu backend)"
     return (
         f"Problem `{problem_id}`. Workspace: {workdir}. Write {kind} that make `ModelNew` in "
         "model_new.py compute the same as `Model` in model.py, faster. Start by reading "

@@ -56,6 +56,9 @@ def eval_command(
     reward_shapes: bool = typer.Option(
         False, "--reward-shapes", help="A failed size makes the reward -1 (implies --shapes)."
     ),
+    language: str | None = typer.Option(
+        None, help="Require the solution's kernel language: cuda or triton."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print exactly one JSON object."),
     service: str = typer.Option(
         "auto",
@@ -80,6 +83,7 @@ def eval_command(
         worker_timeout_s=timeout,
         shapes=shapes,
         reward_shapes=reward_shapes,
+        language=language,
     )
     if service.startswith(("http://", "https://")) and not no_service:
         result = run_remote_eval(problem, solution, backend, size, options, service, as_json)

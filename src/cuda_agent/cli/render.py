@@ -24,6 +24,8 @@ def render_result(console: Console, result: EvalResult) -> None:
     table.add_row(
         "backend", f"{result.backend} ({result.details.get('device', {}).get('device', '?')})"
     )
+    if result.language:
+        table.add_row("language", result.language)
     table.add_row("verdict", verdict_text(result))
     table.add_row("compiled", "yes" if result.compiled else "no")
     table.add_row("runtime", fmt_us(result.runtime_us))

@@ -45,6 +45,11 @@ def solve_command(
     wall_clock: float = typer.Option(6 * 3600.0, help="Wall-clock limit, seconds."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run in --out."),
     as_json: bool = typer.Option(False, "--json", help="Print result.json on stdout."),
+    language: str | None = typer.Option(
+        None,
+        help="The kernels to write: cuda (C++/CUDA) or triton; required at every evaluation "
+        "(default: a cuda workspace, any language accepted).",
+    ),
 ) -> None:
     """Run the agent on PROBLEM in a fresh workspace; the harness scores the result."""
     chosen = resolve_backend(backend)
@@ -58,10 +63,15 @@ def solve_command(
         max_output_tokens=max_output_tokens,
         wall_clock_s=wall_clock,
     )
+    if language not in (None, "cuda", "triton"):
+        raise CudaAgentError(f"--language {language!r}: choose from cuda, triton")
     config = EpisodeConfig(
         backend=chosen,
         limits=limits,
-        eval_options=EvalOptions(backend=chosen, keep_spare_worker=True),
+        eval_options=EvalOptions(
+            backend=chosen, keep_spare_worker=True, language=language
+        ).validate(),
+        language=language or "cuda",
     )
     spec = problem if not Path(problem).exists() else str(Path(problem).resolve())
     with err_console.status(f"agent working on {prob.id} ({chosen}) -> {out}"):

@@ -21,12 +21,14 @@ def init_command(
     backend: str = typer.Option("auto", help="cpu, cuda, or auto."),
     size: str = typer.Option("auto", help="small, standard, or auto (small on cpu)."),
     force: bool = typer.Option(False, help="Write into a non-empty folder."),
+    language: str = typer.Option("cuda", help="cuda (C++/CUDA kernels) or triton."),
 ) -> None:
-    """Create a workdir: SKILL.md, model.py, model_new.py, kernels/, binding files."""
+    """Create a workdir: SKILL.md, model.py, model_new.py, kernels/ (and, for cuda, the
+    binding files)."""
     chosen = resolve_backend(backend)
     prob = resolve_problem(problem, resolve_size(size, chosen))
     spec = problem if not Path(problem).exists() else str(Path(problem).resolve())
-    path = init_workspace(prob, directory, chosen, spec, force=force)
+    path = init_workspace(prob, directory, chosen, spec, force=force, language=language)
     out_console.print(
         f"created {path} for {prob.id} ({chosen}, {prob.size} size); "
         f"read {path / 'SKILL.md'} to start"

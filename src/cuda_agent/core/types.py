@@ -114,6 +114,7 @@ class EvalResult:
     generalizes: bool | None = None  # --shapes: every other size passed (None: not checked)
     details: dict[str, Any] = field(default_factory=dict)
     problem_flags: list[str] | None = None  # the problem's task lint; None: not known
+    language: str | None = None  # cuda, triton, cuda+triton or pytorch (solutions.language)
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from cuda_agent.core.errors import ConfigError
 from cuda_agent.core.types import BASELINES
 from cuda_agent.evaluator.worker.protocol import EvalSettings
+from cuda_agent.solutions.language import REQUIRABLE
 
 REWARDS = ("milestone", "continuous")
 
@@ -32,6 +33,7 @@ class EvalOptions(EvalSettings):
     allow_unsandboxed: bool = False  # where no isolation is available, run anyway (isolation: none)
     shapes: bool = False  # verify a correct candidate again at other sizes (evaluator/shapes.py)
     reward_shapes: bool = False  # a failed shape makes the reward -1 (implies shapes)
+    language: str | None = None  # require the solution's kernel language: cuda or triton
 
     def validate(self) -> EvalOptions:
         self.validate_settings()
@@ -47,6 +49,10 @@ class EvalOptions(EvalSettings):
             )
         if self.reward not in REWARDS:
             raise ConfigError(f"unknown reward {self.reward!r} (choose from {', '.join(REWARDS)})")
+        if self.language is not None and self.language not in REQUIRABLE:
+            raise ConfigError(
+                f"unknown language {self.language!r} (choose from {', '.join(REQUIRABLE)})"
+            )
         if not 1 <= self.spare_depth <= 16:
             raise ConfigError("spare workers per device must be between 1 and 16")
         self.timing.enabled = "eager" in self.baselines

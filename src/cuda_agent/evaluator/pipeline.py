@@ -39,6 +39,7 @@ from cuda_agent.evaluator.worker_process import (
     run_worker,
     worker_env,
 )
+from cuda_agent.solutions.language import detect_language, written_in
 from cuda_agent.solutions.static import analyse
 from cuda_agent.workspace.template_files import harness_binding_files
 
@@ -96,9 +97,18 @@ def prepare(
     notify("static", "checking the solution")
     report = analyse(solution.files[solution.entry_file], solution.entry_file)
     result.details["static_findings"] = report.findings
+    result.language = detect_language(solution)
     stage_times["static"] = round(time.monotonic() - started, 3)
     if report.error:
         prepared.error = StageError("static", report.error)
+        return prepared
+    if opts.language is not None and not written_in(result.language, opts.language):
+        prepared.error = StageError(
+            "static",
+            f"the solution is written in {result.language}, not {opts.language} "
+            f"(--language {opts.language})",
+        )
+        result.flags.append("wrong_language")
         return prepared
     started = time.monotonic()
     notify("build", "compiling")
@@ -152,6 +162,7 @@ def execute(
             env,
             prepared.known_build_failures,
             device_lock,
+            result.language,
         )
         stage_times["worker"] = round(time.monotonic() - started, 3)
         record = EvaluationRecord.from_dict(outcome.record) if outcome.record else None
@@ -195,7 +206,8 @@ def _prebuild(
     try:
         if solution.kind is SolutionKind.WORKDIR:
             kernels = {k: v for k, v in solution.files.items() if k.startswith("kernels/")}
-            specs.append(workdir_spec(opts.backend, kernels, harness_binding_files()))
+            if any(not k.endswith(".py") for k in kernels):  # Triton modules build nothing
+                specs.append(workdir_spec(opts.backend, kernels, harness_binding_files()))
         else:
             specs.extend(inline_spec(opts.backend, **kw) for kw in inline_calls)
     except (FlagError, TypeError) as err:
@@ -260,6 +272,7 @@ def _run_candidate(
     env: dict[str, str],
     known_build_failures: dict[str, str],
     device_lock: str = "",
+    language: str | None = None,
 ) -> WorkerOutcome:
     prebuilt = None
     if solution.kind is SolutionKind.WORKDIR and builds and builds[0].module_path:
@@ -276,6 +289,7 @@ def _run_candidate(
         known_build_failures=dict(known_build_failures),
         problem_lint=problem_lint.lint_wanted(problem, opts),
         lock_path=device_lock,
+        uses_triton="triton" in (language or ""),
     )
     labels = {"load": "loading", "verify": "verifying", "time": "timing", "profile": "profiling"}
 

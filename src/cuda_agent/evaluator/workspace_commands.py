@@ -6,6 +6,7 @@ same thing. The text informs the agent only; rewards never come from parsing it.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import evaluate
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.solutions.loader import load_solution
+from cuda_agent.solutions.static import analyse
 from cuda_agent.workspace.init import read_metadata
 from cuda_agent.workspace.template_files import harness_binding_files
 
@@ -69,6 +71,8 @@ def run_tool(
     solution = load_solution(directory)
     if command == "compile":
         kernels = {k: v for k, v in solution.files.items() if k.startswith("kernels/")}
+        if not any(not k.endswith(".py") for k in kernels):
+            return _parse_check(solution)
         build = build_extension(workdir_spec(meta["backend"], kernels, harness_binding_files()))
         if not build.ok:
             return ToolReply(1, f"compile: FAILED\n{build.error}")
@@ -87,6 +91,22 @@ def run_tool(
     if command == "profile":
         lines += timing_lines(result) + profile_lines(result)
     return ToolReply(0 if result.correct else 1, "\n".join(lines), result)
+
+
+def _parse_check(solution: Solution) -> ToolReply:
+    """``compile`` of a workdir with no C++/CUDA sources (Triton kernels): its Python files
+    parse, and ``model_new.py`` defines ``ModelNew`` (Triton compiles at the first launch)."""
+    for name, text in sorted(solution.files.items()):
+        if not name.endswith(".py"):
+            continue
+        try:
+            ast.parse(text, filename=name)
+        except SyntaxError as err:
+            return ToolReply(1, f"compile: FAILED\n{name}:{err.lineno}: {err.msg}")
+    report = analyse(solution.files[solution.entry_file], solution.entry_file)
+    if report.error:
+        return ToolReply(1, f"compile: FAILED\n{report.error}")
+    return ToolReply(0, "compile: ok (no C++/CUDA sources; Triton compiles at the first launch)")
 
 
 def agent_summary(result: EvalResult) -> str:

@@ -47,7 +47,7 @@ class ServiceFailed(RuntimeError):
 
 
 # the options of ``EvalOptions`` that a submission carries (``payload.CLIENT_OPTIONS``)
-SENT_OPTIONS = ("policy", "precision", "trials", "atol", "rtol", "reward", "shapes")
+SENT_OPTIONS = ("policy", "precision", "trials", "atol", "rtol", "reward", "shapes", "language")
 
 
 def client_options(opts: Any) -> dict[str, Any]:

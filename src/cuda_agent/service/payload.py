@@ -46,6 +46,7 @@ CLIENT_OPTIONS = (
     "reward",
     "shapes",
     "reward_shapes",
+    "language",
 )
 
 

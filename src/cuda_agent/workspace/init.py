@@ -18,10 +18,18 @@ from string import Template
 
 from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.core.types import Problem
-from cuda_agent.workspace.template_files import template_root
+from cuda_agent.workspace.template_files import template_root, triton_template_root
 
 METADATA = Path(".cuda_agent") / "workspace.json"
 
+LANGUAGES = ("cuda", "triton")
+TRITON_TEXT = {
+    "cuda": {"INTERPRET_NOTE": " for the GPU you are timed on"},
+    "cpu": {
+        "INTERPRET_NOTE": " (on the cpu backend, Triton's interpreter runs it on the CPU: slow, "
+        "but the same rules)"
+    },
+}
 BACKEND_TEXT = {
     "cuda": {
         "BACKEND": "cuda",
@@ -51,18 +59,29 @@ BACKEND_TEXT = {
 
 
 def init_workspace(
-    problem: Problem, directory: Path, backend: str, problem_spec: str, force: bool = False
+    problem: Problem,
+    directory: Path,
+    backend: str,
+    problem_spec: str,
+    force: bool = False,
+    language: str = "cuda",
 ) -> Path:
-    """Materialise a workdir for ``problem`` in ``directory``; returns the directory."""
+    """Materialise a workdir for ``problem`` in ``directory``; returns the directory.
+
+    ``language``: ``cuda`` (C++/CUDA kernels compiled into ``cuda_extension``: the binding
+    files) or ``triton`` (Triton kernels as Python modules in ``kernels/``: no binding)."""
+    if language not in LANGUAGES:
+        raise CudaAgentError(f"unknown language {language!r} (choose from {', '.join(LANGUAGES)})")
     directory = directory.expanduser()
     if directory.exists() and any(directory.iterdir()) and not force:
         raise CudaAgentError(f"{directory}: folder exists and is not empty (use --force)")
-    text = BACKEND_TEXT[backend]
-    template = template_root()
+    text = {**BACKEND_TEXT[backend], **TRITON_TEXT[backend]}
+    template = template_root() if language == "cuda" else triton_template_root()
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "kernels").mkdir(exist_ok=True)
-    for name in ("binding.cpp", "binding_registry.h"):
-        shutil.copyfile(template / name, directory / name)
+    if language == "cuda":
+        for name in ("binding.cpp", "binding_registry.h"):
+            shutil.copyfile(template / name, directory / name)
     for name in ("SKILL.md", "kernels/README.md"):
         rendered = Template((template / name).read_text(encoding="utf-8")).substitute(text)
         (directory / name).write_text(rendered, encoding="utf-8")
@@ -77,6 +96,7 @@ def init_workspace(
         "problem_hash": problem.content_hash,
         "size": problem.size,
         "backend": backend,
+        "language": language,
     }
     (directory / METADATA).parent.mkdir(exist_ok=True)
     (directory / METADATA).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")

@@ -12,6 +12,11 @@ def template_root() -> Path:
     return Path(str(resources.files("cuda_agent.workspace") / "template"))
 
 
+def triton_template_root() -> Path:
+    """The Triton variant: SKILL.md, ``model_new.py``'s header, ``kernels/README.md``."""
+    return Path(str(resources.files("cuda_agent.workspace") / "template_triton"))
+
+
 def harness_binding_files() -> dict[str, str]:
     """The fixed binding files, always taken from the harness (never from a workdir)."""
     root = template_root()

@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from cuda_agent.evaluator.worker import device_turn
+from cuda_agent.evaluator.worker import device_turn, triton_launches
 from cuda_agent.evaluator.worker.candidate import (
     CandidateFailure,
     Instance,
@@ -64,6 +64,7 @@ from cuda_agent.evaluator.worker.modules import describe_exception
 from cuda_agent.evaluator.worker.policies import (
     NOTE_BUILD_FAILED_CAUGHT,
     NOTE_CUDNN_BENCHMARK,
+    NOTE_DECOY_CHECK_SKIPPED,
     NOTE_WEIGHTS_NOT_TRANSFERRED,
     PolicyRules,
     rules,
@@ -153,9 +154,6 @@ def _evaluate(
     prime_recorder()
     policy = rules(req.settings.policy)
     set_compile_disabled(policy.compile_disabled)
-    state = GlobalState(policy.tolerated_switches)
-    identities = FunctionIdentities()
-
     root = Path(req.solution_root)
     shim = BuildShim(
         req.settings.backend,
@@ -164,6 +162,13 @@ def _evaluate(
         roots=private_temp_roots(root),
         known_failures=req.known_build_failures,
     )
+    if req.uses_triton:  # before any snapshot: importing Triton is the harness's doing
+        shim.triton = triton_launches.install(
+            shim.usage, req.settings.backend == "cpu", root.parent / "private" / "triton"
+        )
+    state = GlobalState(policy.tolerated_switches)
+    watched = shim.triton.watched() if shim.triton is not None else ()
+    identities = FunctionIdentities(extra=watched)
     device_turn.current().mark_baseline()
     shim.install()
     try:
@@ -225,6 +230,8 @@ def _candidate_stages(
     )
     result.verify = {"trials": trials, "ops": dict(sorted(ops.items()))}
     result.custom_calls_per_forward = shim.usage.calls / max(1, len(ref.verify_sets))
+    if shim.triton is not None and shim.triton.launches and policy.custom_kernel_required:
+        _decoy_check(req, ref, cand, device, shim, state, identities, threads_before, result)
     if policy.weight_probe:
         _weight_probe(req, ref, instance, device, shim, state, identities, threads_before, result)
     _weights_note(ref, instance, result)
@@ -319,6 +326,45 @@ def _verify(
             ["reference_inputs_mutated"],
         )
     return trials, all_ops
+
+
+def _decoy_check(
+    req: WorkerRequest,
+    ref: Reference,
+    cand: torch.nn.Module,
+    device: Device,
+    shim: BuildShim,
+    state: GlobalState,
+    identities: FunctionIdentities,
+    threads_before: int,
+    result: EvaluationRecord,
+) -> None:
+    """Triton kernels must do part of the output's work: one more call with every Triton
+    launch skipped must not still give the right output. The inputs are a set the last
+    verified call did not use (so a buffer the kernels filled then holds another answer)."""
+    if len(ref.verify_sets) > 1:
+        inputs = ref.verify_sets[0]
+    elif req.settings.timing.enabled and ref.timing_inputs():
+        inputs = ref.timing_inputs()[0]
+    else:
+        result.note(NOTE_DECOY_CHECK_SKIPPED, "one trial and no timing: no unused input set")
+        return
+    expected = _call(ref.model, clone_nested(inputs))
+    device.synchronize()
+    try:
+        with shim.triton.skipping():
+            out = _call(cand, clone_nested(inputs))
+            device.synchronize()
+    except Exception:
+        return  # without its kernels the forward fails: they matter
+    _integrity(ref, state, identities, threads_before, where="in the decoy check", tensors=False)
+    if compare(expected, out, req.atol, req.rtol).ok:
+        raise Verdict(
+            "verify",
+            "with every Triton launch skipped, ModelNew's output is still right: its Triton "
+            "kernels do none of the output's work (a decoy launch beside other compute)",
+            ["custom_kernel_unused"],
+        )
 
 
 def _raised(

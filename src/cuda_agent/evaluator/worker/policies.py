@@ -15,6 +15,7 @@ PRECISIONS = ("ieee", "tf32", "torch-default")
 NOTE_WEIGHTS_NOT_TRANSFERRED = "weights_not_transferred"
 NOTE_CUDNN_BENCHMARK = "cudnn_benchmark"
 NOTE_BUILD_FAILED_CAUGHT = "build_failed_caught"
+NOTE_DECOY_CHECK_SKIPPED = "decoy_check_skipped"  # Triton: no unused input set to run it on
 
 
 @dataclass(frozen=True)

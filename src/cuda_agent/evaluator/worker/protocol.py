@@ -127,6 +127,7 @@ class WorkerRequest:
     batch: list[dict[str, Any]] = field(default_factory=list)  # synth_check, shape_plan: sources
     window_ms: list[float] = field(default_factory=list)  # synth_check: eager runtime window
     problem_lint: bool = False  # evaluate: also lint the problem (evaluator/problem_lint.py)
+    uses_triton: bool = False  # evaluate: hook Triton's launches (worker/triton_launches.py)
 
     @property
     def atol(self) -> float:

@@ -135,6 +135,7 @@ class BuildShim:
         self.builds: list[BuildResult] = []
         self.failure: str | None = None
         self.usage = ExtensionUsage()
+        self.triton: Any = None  # the Triton launch hook (``triton_launches``), when installed
         self._module_paths: list[Path] = []
         self._failed: dict[str, str] = dict(known_failures or {})
 
