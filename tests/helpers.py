@@ -6,9 +6,13 @@ extension build; each candidate differs only in which function its ``ModelNew`` 
 
 from __future__ import annotations
 
+import functools
+import importlib
+import multiprocessing
 import subprocess
 import textwrap
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -130,3 +134,32 @@ def wait_for(
 def source_problem(source: str, problem_id: str = "p") -> Problem:
     """A problem made of source text alone (a file that was never on disk)."""
     return Problem(problem_id, Path(f"<{problem_id}>"), source, text_hash(source))
+
+
+def in_fresh_process(test: Callable[..., None]) -> Callable[..., None]:
+    """Run ``test`` in a fresh interpreter (multiprocessing's spawn).
+
+    For checks that count this process's threads or child processes: the test process itself
+    runs other tests' threads and long-lived children (spare workers, worker templates), which
+    start and end at any time. The test's arguments must pickle; a failure is reported with
+    the child's traceback.
+    """
+
+    @functools.wraps(test)
+    def run(*args: Any, **kwargs: Any) -> None:
+        context = multiprocessing.get_context("spawn")
+        with context.Pool(1) as pool:
+            failure = pool.apply(_run_reporting, (test.__module__, test.__name__, args, kwargs))
+        if failure:
+            raise AssertionError(f"in a fresh process:\n{failure}")
+
+    run.original = test  # type: ignore[attr-defined]
+    return run
+
+
+def _run_reporting(module: str, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    try:
+        getattr(importlib.import_module(module), name).original(*args, **kwargs)
+    except BaseException:
+        return traceback.format_exc()
+    return ""

@@ -1,4 +1,9 @@
-"""DeviceTurn: a worker's turn on a shared device, given up only for a safe compile."""
+"""DeviceTurn: a worker's turn on a shared device, given up only for a safe compile.
+
+Whether a turn may be given up depends on this process's threads and child processes, so the
+tests that give it up run in a fresh process (``in_fresh_process``): the test process runs
+other tests' threads and long-lived children.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from cuda_agent.evaluator.worker.device_turn import DeviceTurn, current, holding
+from tests.helpers import in_fresh_process
 
 
 @pytest.fixture
@@ -32,6 +38,7 @@ def free(path: Path) -> bool:
     return True
 
 
+@in_fresh_process
 def test_held_for_the_request_and_given_up_only_while_compiling(lock_file: Path) -> None:
     synced: list[bool] = []
     with holding(str(lock_file)) as turn:
@@ -44,6 +51,7 @@ def test_held_for_the_request_and_given_up_only_while_compiling(lock_file: Path)
     assert free(lock_file) and not current().held
 
 
+@in_fresh_process
 def test_kept_while_the_candidate_runs_a_thread(lock_file: Path) -> None:
     stop = threading.Event()
     with holding(str(lock_file)) as turn:
@@ -59,6 +67,7 @@ def test_kept_while_the_candidate_runs_a_thread(lock_file: Path) -> None:
         assert turn.given_up == 0
 
 
+@in_fresh_process
 def test_kept_while_a_hook_could_run_candidate_code(lock_file: Path) -> None:
     def hook(phase: str, info: dict[str, object]) -> None:
         pass
