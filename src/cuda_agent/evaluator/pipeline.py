@@ -40,7 +40,7 @@ from cuda_agent.evaluator.worker_process import (
     worker_env,
 )
 from cuda_agent.solutions.language import detect_language, written_in
-from cuda_agent.solutions.static import analyse
+from cuda_agent.solutions.static import analyse, python_trees
 from cuda_agent.workspace.template_files import harness_binding_files
 
 Progress = Callable[[str, str], None]
@@ -249,13 +249,7 @@ def _may_catch(solution: Solution) -> bool:
     fallback from a plain build failure."""
     if solution.kind is not SolutionKind.SINGLE_FILE:
         return False
-    for name, text in solution.files.items():
-        if not name.endswith(".py"):
-            continue
-        try:
-            tree = ast.parse(text)
-        except SyntaxError:
-            continue
+    for _name, tree in python_trees(solution.files):
         if any(isinstance(n, CATCHING) for n in ast.walk(tree)):
             return True
     return False

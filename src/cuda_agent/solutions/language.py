@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 
 from cuda_agent.core.types import Solution, SolutionKind
+from cuda_agent.solutions.static import python_trees
 
 LANGUAGES = ("cuda", "triton", "cuda+triton", "pytorch")
 REQUIRABLE = ("cuda", "triton")
@@ -28,13 +29,7 @@ def detect_language(solution: Solution) -> str:
         name.startswith("kernels/") and not name.endswith(".py") for name in solution.files
     )
     uses_triton = False
-    for name, text in solution.files.items():
-        if not name.endswith(".py"):
-            continue
-        try:
-            tree = ast.parse(text)
-        except SyntaxError:
-            continue
+    for _name, tree in python_trees(solution.files):
         triton_names = _triton_aliases(tree)
         uses_triton = uses_triton or _decorated(tree, triton_names)
         uses_cuda = uses_cuda or _builds_extension(tree)

@@ -15,6 +15,7 @@ import ast
 import collections
 import contextlib
 import textwrap
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,6 +71,18 @@ class StaticReport:
     local_inline_calls: list[dict[str, Any]] = field(default_factory=list)
     unresolved_inline_calls: int = 0
     findings: list[str] = field(default_factory=list)
+
+
+def python_trees(files: dict[str, str]) -> Iterator[tuple[str, ast.Module]]:
+    """The solution's Python files that parse, as (name, tree); the others are skipped (the
+    entry file's own syntax error is ``analyse``'s verdict)."""
+    for name, text in files.items():
+        if not name.endswith(".py"):
+            continue
+        try:
+            yield name, ast.parse(text)
+        except SyntaxError:
+            continue
 
 
 def analyse(source: str, filename: str) -> StaticReport:
