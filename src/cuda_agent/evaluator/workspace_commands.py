@@ -6,12 +6,12 @@ same thing. The text informs the agent only; rewards never come from parsing it.
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from cuda_agent.core.errors import CudaAgentError
+from cuda_agent.core.pyparse import parse_module
 from cuda_agent.core.types import EvalResult, Problem, Solution
 from cuda_agent.evaluator.builder.builder import build_extension
 from cuda_agent.evaluator.builder.inline import workdir_spec
@@ -100,7 +100,7 @@ def _parse_check(solution: Solution) -> ToolReply:
         if not name.endswith(".py"):
             continue
         try:
-            ast.parse(text, filename=name)
+            parse_module(text, filename=name)
         except SyntaxError as err:
             return ToolReply(1, f"compile: FAILED\n{name}:{err.lineno}: {err.msg}")
     report = analyse(solution.files[solution.entry_file], solution.entry_file)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from cuda_agent.core.errors import ProblemError
 from cuda_agent.core.hashing import normalise_text, text_hash
+from cuda_agent.core.pyparse import parse_module
 from cuda_agent.core.types import Problem, Tolerance
 from cuda_agent.problems.source import apply_size_overrides, check_problem_source
 
@@ -71,7 +72,7 @@ def first_docstring_line(source: str) -> str:
     import ast
 
     try:
-        doc = ast.get_docstring(ast.parse(source))
+        doc = ast.get_docstring(parse_module(source))
     except SyntaxError:
         return ""
     return doc.strip().splitlines()[0] if doc else ""

@@ -13,6 +13,7 @@ import ast
 from dataclasses import dataclass
 
 from cuda_agent.core.errors import ProblemError
+from cuda_agent.core.pyparse import parse_module
 
 REQUIRED_FUNCTIONS = ("get_inputs", "get_init_inputs")
 
@@ -28,7 +29,7 @@ class ProblemShape:
 def parse_python(source: str, label: str) -> ast.Module:
     """Parse ``source``; a syntax error becomes a one-line ProblemError with its line number."""
     try:
-        return ast.parse(source, filename=label)
+        return parse_module(source, filename=label)
     except SyntaxError as err:
         where = f"line {err.lineno}" + (f", column {err.offset}" if err.offset else "")
         raise ProblemError(f"{label}: syntax error at {where}: {err.msg}") from None

@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from cuda_agent.core.pyparse import parse_module
+
 INLINE_POSITIONAL = (
     "name",
     "cpp_sources",
@@ -80,7 +82,7 @@ def python_trees(files: dict[str, str]) -> Iterator[tuple[str, ast.Module]]:
         if not name.endswith(".py"):
             continue
         try:
-            yield name, ast.parse(text)
+            yield name, parse_module(text)
         except SyntaxError:
             continue
 
@@ -88,7 +90,7 @@ def python_trees(files: dict[str, str]) -> Iterator[tuple[str, ast.Module]]:
 def analyse(source: str, filename: str) -> StaticReport:
     report = StaticReport()
     try:
-        tree = ast.parse(source, filename=filename)
+        tree = parse_module(source, filename=filename)
     except SyntaxError as err:
         report.error = f"{filename}:{err.lineno}: syntax error: {err.msg}"
         return report

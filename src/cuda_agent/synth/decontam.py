@@ -16,13 +16,15 @@ import difflib
 from dataclasses import dataclass
 from pathlib import Path
 
+from cuda_agent.core.pyparse import parse_module
+
 KEPT_NAMES = {"torch", "nn", "F", "self", "super"}
 
 
 def model_tokens(source: str) -> list[str]:
     """The ``Model`` class's token sequence (empty if the source has no such class)."""
     try:
-        tree = ast.parse(source)
+        tree = parse_module(source)
     except SyntaxError:
         return []
     model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)

@@ -21,6 +21,7 @@ import hashlib
 from dataclasses import dataclass, field
 
 from cuda_agent.core.errors import ProblemError
+from cuda_agent.core.pyparse import parse_module
 from cuda_agent.problems.source import check_problem_source
 from cuda_agent.synth.decontam import Decontaminator
 
@@ -49,12 +50,12 @@ class StaticVerdict:
 
 def exact_key(source: str) -> str:
     """Hash of the AST without docstrings: equal for sources that differ only in layout."""
-    return _digest(_strip_docstrings(ast.parse(source)))
+    return _digest(_strip_docstrings(parse_module(source)))
 
 
 def structure_key(source: str) -> str:
     """Hash of the AST with numeric constants masked: equal for the same ops at other sizes."""
-    tree = _strip_docstrings(ast.parse(source))
+    tree = _strip_docstrings(parse_module(source))
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, int | float | complex):
             node.value = 0

@@ -41,6 +41,7 @@ from typing import Any
 from cuda_agent.agent.models import AssistantTurn, ChatModel
 from cuda_agent.core.errors import ProblemError
 from cuda_agent.core.hashing import normalise_text
+from cuda_agent.core.pyparse import parse_module
 from cuda_agent.problems.source import check_problem_source
 from cuda_agent.synth.catalogue import OpSpec, function_code, torch_catalogue
 from cuda_agent.synth.compose import OP_COUNT_WEIGHTS, RANK_WEIGHTS, Candidate
@@ -172,7 +173,7 @@ def extract_source(reply: str) -> str:
 def validate_problem_source(source: str) -> None:
     """Raise ``ProblemError`` (one clear line) unless ``source`` is a usable problem file."""
     check_problem_source(source, LABEL)
-    tree = ast.parse(source)
+    tree = parse_module(source)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:

@@ -17,6 +17,7 @@ from pathlib import Path
 from string import Template
 
 from cuda_agent.core.errors import CudaAgentError
+from cuda_agent.core.pyparse import parse_module
 from cuda_agent.core.types import Problem
 from cuda_agent.workspace.template_files import template_root, triton_template_root
 
@@ -114,7 +115,7 @@ def read_metadata(directory: Path) -> dict[str, str]:
 
 def starting_model_new(problem_source: str) -> str:
     """The problem's imports, constants and ``Model`` class, with ``Model`` renamed ``ModelNew``."""
-    tree = ast.parse(problem_source)
+    tree = parse_module(problem_source)
     lines = problem_source.splitlines()
     kept: list[str] = []
     for node in tree.body:
