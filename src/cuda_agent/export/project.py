@@ -12,6 +12,10 @@ problem, ``PKG/<problem>/``, sharing ``PKG/_runtime.py``)::
     relu_k/_solution.py the solution's entry file, verbatim
     relu_k/reference.py the problem, verbatim
     relu_k/_verified.py VERIFIED
+    relu_k/kernels/...  a Triton workdir's kernel modules (``kernels/*.py``), as Python
+
+A Triton solution has no extension to compile (its kernels compile at their first launch);
+its package depends on ``triton``.
 
 Nothing here evaluates or decides; ``exporter.py`` does, then calls ``write_project``.
 """
@@ -25,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from cuda_agent.core.types import Problem, Solution
-from cuda_agent.export.sources import ExtensionSource
+from cuda_agent.export.sources import ExtensionSource, python_kernel_files
 
 RUNTIME_FILE = Path(__file__).with_name("runtime.py")
 CXX_FLAGS = ("-O3", "-std=c++20", "-g0")  # -g0: no debug info (Python adds -g)
@@ -68,6 +72,8 @@ def write_project(
         for ext in item.extensions:
             for rel, text in ext.files.items():
                 put(f"{_csrc(item, ext)}/{rel}", text)
+        for rel, text in _kernel_modules(item).items():
+            put(f"{folder}/{rel}", text)
     put("setup.py", _setup_py(package, items, arch_flags))
     put("pyproject.toml", _pyproject(package, items))
     put("README.md", _readme(package, items))
@@ -101,8 +107,30 @@ def _merge(base: tuple[str, ...], extra: tuple[str, ...]) -> list[str]:
     return [*base, *(flag for flag in extra if flag not in base)]
 
 
+def _kernel_modules(item: ProblemExport) -> dict[str, str]:
+    """A workdir's Python kernel modules, with an ``__init__.py`` in every folder that lacks one
+    (so setuptools installs them as packages)."""
+    files = python_kernel_files(item.solution)
+    for rel in list(files):
+        parent = Path(rel).parent
+        while parent.parts:
+            files.setdefault(f"{parent.as_posix()}/__init__.py", "")
+            parent = parent.parent
+    return files
+
+
+def _kernel_packages(item: ProblemExport) -> set[str]:
+    folders = {Path(rel).parent for rel in _kernel_modules(item)}
+    return {".".join((item.module, *folder.parts)) for folder in folders}
+
+
+def _uses_triton(items: list[ProblemExport]) -> bool:
+    return any("triton" in str(item.verified.get("language") or "") for item in items)
+
+
 def _setup_py(package: str, items: list[ProblemExport], arch_flags: list[str]) -> str:
-    packages = sorted({package, *(item.module for item in items)})
+    kernel_packages = {name for item in items for name in _kernel_packages(item)}
+    packages = sorted({package, *(item.module for item in items), *kernel_packages})
     table = pprint.pformat(_extension_table(items), indent=1, width=96, sort_dicts=False)
     return SETUP_PY.format(
         package=package,
@@ -114,9 +142,11 @@ def _setup_py(package: str, items: list[ProblemExport], arch_flags: list[str]) -
 
 def _pyproject(package: str, items: list[ProblemExport]) -> str:
     ids = ", ".join(item.problem.id for item in items)
+    dependencies = ["torch", "triton"] if _uses_triton(items) else ["torch"]
     return PYPROJECT.format(
         name=package.replace("_", "-"),
         description=json.dumps(f"Verified kernels exported by cuda-agent ({ids})"),
+        dependencies=json.dumps(dependencies),
     )
 
 
@@ -166,7 +196,7 @@ def _readme(package: str, items: list[ProblemExport]) -> str:
         failed = [s["label"] for s in v["shapes"] if s["verdict"] == "fail"]
         speedup = v.get("speedup_eager")
         rows.append(
-            f"| `{item.module}` | {item.problem.id} | {v['backend']} "
+            f"| `{item.module}` | {item.problem.id} | {v.get('language') or '-'} | {v['backend']} "
             f"({v['device'].get('device', '?')}) | {passed} | {', '.join(failed) or '-'} | "
             f"{'-' if speedup is None else f'{speedup:.2f}x'} |"
         )
@@ -239,7 +269,7 @@ version = "0.1.0"
 description = {description}
 readme = "README.md"
 requires-python = ">=3.10"
-dependencies = ["torch"]
+dependencies = {dependencies}
 """
 
 MODULE_INIT = '''"""{module}: the verified kernels of problem {problem}.
@@ -263,7 +293,7 @@ _exported = ExportedProblem(
     package=__name__,
     namespace="{namespace}",
     op="{op}",
-    solution=load_solution_class(__name__, Path(__file__).parent, {modules}),
+    solution=load_solution_class(__name__, Path(__file__).parent, {modules}, VERIFIED),
     reference=reference.Model,
     verified=VERIFIED,
 )
@@ -292,8 +322,8 @@ extension builder; nothing is downloaded):
 pip install --no-build-isolation .
 ```
 
-| module | problem | verified on | sizes passed | sizes failed | speed-up vs eager |
-|---|---|---|---:|---|---:|
+| module | problem | language | verified on | sizes passed | sizes failed | speed-up vs eager |
+|---|---|---|---|---:|---|---:|
 {table}
 
 Use:
@@ -312,5 +342,7 @@ and their verdicts, the speed-ups and the date. A call on sizes (or a GPU comput
 that were not verified raises `UnverifiedCallError` naming the verified sizes, unless every
 other size tried passed (`VERIFIED["generalizes"]`), in which case it warns once; set
 `{env}=error|warn|allow` or call `set_unverified_policy(...)` to choose. The kernels are
-inference-only.
+inference-only. Triton kernels compile at their first launch (the package depends on
+`triton`); a Triton module verified on the cpu backend runs in Triton's interpreter
+(importing it sets `TRITON_INTERPRET=1` unless already set).
 """

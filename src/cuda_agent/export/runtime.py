@@ -6,7 +6,8 @@ For one exported problem it
 * runs the solution's source (kept verbatim as ``_solution.py``) with its extensions prebuilt
   at install time: ``load_inline(name=...)`` returns the package's compiled module of that
   name and a workdir's ``import cuda_extension`` finds the package's own, so importing
-  compiles nothing;
+  compiles nothing (Triton kernels compile at their first launch, as they did when verified;
+  a Triton workdir's ``import kernels`` finds the package's copy of its kernel modules);
 * registers the whole forward as one custom operator, ``torch.ops.<namespace>.<op>``, whose
   fake (meta) implementation runs the problem's reference ``Model`` on fake tensors, so
   ``torch.compile(model, fullgraph=True)`` traces through it without a graph break; eager calls
@@ -104,15 +105,52 @@ def prebuilt_extensions(package: str, modules: dict[str, str]) -> Iterator[None]
             sys.modules.pop("cuda_extension", None)
 
 
+@contextlib.contextmanager
+def packaged_kernel_modules(package: str, folder: Path) -> Iterator[None]:
+    """While the solution's source runs: ``import kernels`` (a Triton workdir's kernel modules)
+    finds the package's copy; afterwards every ``kernels`` name is removed again and what was
+    there before restored, so two problems' ``kernels`` never mix."""
+    if not (folder / "kernels" / "__init__.py").exists():
+        yield
+        return
+
+    def ours(name: str) -> bool:
+        return name == "kernels" or name.startswith("kernels.")
+
+    saved = {name: mod for name, mod in sys.modules.items() if ours(name)}
+    for name in saved:
+        del sys.modules[name]
+    sys.modules["kernels"] = importlib.import_module(f"{package}.kernels")
+    try:
+        yield
+    finally:
+        for name in [name for name in sys.modules if ours(name)]:
+            del sys.modules[name]
+        sys.modules.update(saved)
+
+
+def interpret_triton_on_cpu(verified: dict[str, Any]) -> None:
+    """Triton kernels verified on the cpu backend ran in Triton's interpreter: so do these
+    (``TRITON_INTERPRET=1``, read when a kernel is decorated, unless the caller set it)."""
+    if verified.get("backend") == "cpu" and "triton" in str(verified.get("language") or ""):
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
 def load_solution_class(
-    package: str, folder: Path, modules: dict[str, str]
+    package: str,
+    folder: Path,
+    modules: dict[str, str],
+    verified: dict[str, Any] | None = None,
 ) -> type[torch.nn.Module]:
-    """Run ``_solution.py`` of ``folder`` with its extensions prebuilt; its ``ModelNew``."""
+    """Run ``_solution.py`` of ``folder`` with its extensions prebuilt (and a Triton workdir's
+    kernel modules importable as ``kernels``); its ``ModelNew``."""
+    if verified is not None:
+        interpret_triton_on_cpu(verified)
     path = folder / "_solution.py"
     module = types.ModuleType(f"{package}._solution")
     module.__file__ = str(path)
     sys.modules[module.__name__] = module
-    with prebuilt_extensions(package, modules):
+    with prebuilt_extensions(package, modules), packaged_kernel_modules(package, folder):
         exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), module.__dict__)
     cls = getattr(module, "ModelNew", None)
     if not isinstance(cls, type) or not issubclass(cls, torch.nn.Module):

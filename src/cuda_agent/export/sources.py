@@ -5,6 +5,9 @@ each call becomes an extension compiled at install time, from exactly the texts 
 compiles (``evaluator/builder/inline.py``: ``main.cpp`` with the generated bindings, ``cuda.cu``),
 which needs every call's arguments to be compile-time constants (the static analysis resolves
 them). A workdir's ``cuda_extension`` is the harness's binding files plus ``kernels/``.
+Triton kernels are not compiled ahead: a Triton solution (``solutions.language``) has no
+extension to build (its kernels compile at their first launch, as in the evaluator), and a
+workdir's ``kernels/*.py`` modules are shipped as Python (``python_kernel_files``).
 
 Not here: writing the project (``project.py``) or the runtime that loads these modules.
 """
@@ -16,7 +19,8 @@ from dataclasses import dataclass
 from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.core.types import Solution, SolutionKind
 from cuda_agent.evaluator.builder.inline import inline_spec, workdir_spec
-from cuda_agent.evaluator.builder.spec import ExtensionSpec, FlagError
+from cuda_agent.evaluator.builder.spec import SOURCE_SUFFIXES, ExtensionSpec, FlagError
+from cuda_agent.solutions.language import detect_language
 from cuda_agent.solutions.static import analyse
 from cuda_agent.workspace.template_files import harness_binding_files
 
@@ -54,12 +58,19 @@ class ExtensionSource:
 
 def extension_sources(solution: Solution, backend: str) -> list[ExtensionSource]:
     """The extensions ``solution`` builds, as sources a package compiles at install time."""
+    triton = "triton" in detect_language(solution)
     try:
         if solution.kind is SolutionKind.WORKDIR:
-            kernels = {k: v for k, v in solution.files.items() if k.startswith("kernels/")}
+            kernels = {
+                k: v
+                for k, v in solution.files.items()
+                if k.startswith("kernels/") and not k.endswith(".py")
+            }
             specs = [workdir_spec(backend, kernels, harness_binding_files())]
+            if triton and not _compiled_sources(kernels):
+                specs = []  # Triton kernels only: nothing to build
         else:
-            specs = _inline_specs(solution, backend)
+            specs = _inline_specs(solution, backend, triton)
     except (FlagError, TypeError) as err:
         raise ExportError(f"{solution.path.name}: {err}") from None
     names = [spec.name for spec in specs]
@@ -72,10 +83,24 @@ def extension_sources(solution: Solution, backend: str) -> list[ExtensionSource]
     return [ExtensionSource.from_spec(spec) for spec in specs]
 
 
-def _inline_specs(solution: Solution, backend: str) -> list[ExtensionSpec]:
+def python_kernel_files(solution: Solution) -> dict[str, str]:
+    """A workdir's Python kernel modules (``kernels/**.py``: Triton), shipped as they are."""
+    if solution.kind is not SolutionKind.WORKDIR:
+        return {}
+    files = solution.files.items()
+    return {k: v for k, v in files if k.startswith("kernels/") and k.endswith(".py")}
+
+
+def _compiled_sources(kernels: dict[str, str]) -> bool:
+    return any(name.endswith(SOURCE_SUFFIXES) for name in kernels)
+
+
+def _inline_specs(solution: Solution, backend: str, triton: bool) -> list[ExtensionSpec]:
     report = analyse(solution.files[solution.entry_file], solution.entry_file)
     if report.error:
         raise ExportError(report.error)
+    if triton and not report.inline_calls and not report.unresolved_inline_calls:
+        return []  # Triton kernels only: nothing to build
     if report.unresolved_inline_calls:
         raise ExportError(
             f"{solution.entry_file}: {report.unresolved_inline_calls} load_inline call(s) "

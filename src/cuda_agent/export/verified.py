@@ -73,6 +73,7 @@ def verified_record(
             "name": solution.path.name,
         },
         "backend": result.get("backend"),
+        "language": result.get("language"),
         "device": details.get("device", {}),
         "policy": opts.policy,
         "precision": opts.precision,
