@@ -88,13 +88,26 @@ def _unavailable(what: str):
     return fail
 
 
+def kb_layout(kb: Path) -> str | None:
+    """'package' (``src/kernelbench/eval.py``, KernelBench today), 'flat' (``src/eval.py``,
+    older trees and hzeng2000's fork with the triton backend) or None (no checkout)."""
+    src = kb.resolve() / "src"
+    if (src / "kernelbench" / "eval.py").is_file():
+        return "package"
+    if (src / "eval.py").is_file() and (src / "__init__.py").is_file():
+        return "flat"
+    return None
+
+
 def import_kb(kb: Path) -> dict[str, Any]:
     """Import KernelBench's evaluator from the checkout; returns its modules and the stubs used."""
     src = kb.resolve() / "src"
-    if not (src / "kernelbench" / "eval.py").is_file():
+    layout = kb_layout(kb)
+    if layout is None:
         raise SystemExit(f"no KernelBench checkout at {kb} (expected {src}/kernelbench/eval.py)")
-    if str(src) not in sys.path:
-        sys.path.insert(0, str(src))
+    root = str(src) if layout == "package" else str(kb.resolve())
+    if root not in sys.path:
+        sys.path.insert(0, root)
     stubs = []
     # Only used by kernelbench.utils.query_server (LLM calls), imported at module level.
     if importlib.util.find_spec("openai") is None:
@@ -106,11 +119,21 @@ def import_kb(kb: Path) -> dict[str, Any]:
     if importlib.util.find_spec("dotenv") is None:  # the wheel is shipped; this is a fallback
         _stub_module("dotenv", {"load_dotenv": lambda *a, **k: False})
         stubs.append("dotenv")
-    import kernelbench.eval as kb_eval
-    import kernelbench.kernel_static_checker as kb_static
-    import kernelbench.timing as kb_timing
-    import kernelbench.utils as kb_utils
-
+    if layout == "flat":
+        # Older trees (and forks such as hzeng2000's, with the triton backend): the package
+        # is ``src`` itself; utils.py also imports transformers at module level.
+        if importlib.util.find_spec("transformers") is None:
+            _stub_module("transformers", {"AutoTokenizer": _unavailable("AutoTokenizer")})
+            stubs.append("transformers")
+        kb_eval = importlib.import_module("src.eval")
+        kb_timing = importlib.import_module("src.timing")
+        kb_utils = importlib.import_module("src.utils")
+        kb_static = None  # no kernel_static_checker in those trees
+    else:
+        kb_eval = importlib.import_module("kernelbench.eval")
+        kb_static = importlib.import_module("kernelbench.kernel_static_checker")
+        kb_timing = importlib.import_module("kernelbench.timing")
+        kb_utils = importlib.import_module("kernelbench.utils")
     return {
         "eval": kb_eval,
         "timing": kb_timing,
@@ -122,7 +145,9 @@ def import_kb(kb: Path) -> dict[str, Any]:
 
 def kb_provenance(kb: Path, stubs: list[str] | None = None) -> dict[str, Any]:
     digest = hashlib.sha256()
-    for rel in ("src/kernelbench/eval.py", "src/kernelbench/timing.py"):
+    for rel in ("src/kernelbench/eval.py", "src/kernelbench/timing.py") + (
+        ("src/eval.py", "src/timing.py") if kb_layout(kb) == "flat" else ()
+    ):
         path = kb / rel
         if path.is_file():
             digest.update(path.read_bytes())

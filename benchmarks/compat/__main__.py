@@ -1,4 +1,4 @@
-"""``python -m benchmarks.compat prepare|kernelbench|ours|table|summary`` (see __init__.py).
+"""``python -m benchmarks.compat from-runs|prepare|kernelbench|ours|table|summary``.
 
 Run from the repository root with ``src`` on ``PYTHONPATH`` (``export PYTHONPATH=$PWD/src:$PWD``).
 Bad arguments or inputs end with one line on stderr and exit status 2.
@@ -15,6 +15,7 @@ from pathlib import Path
 from benchmarks.compat.corpus import prepare
 from benchmarks.compat.kb_runner import KbConfig, run_kernelbench
 from benchmarks.compat.ours import run_ours, summary
+from benchmarks.compat.public_runs import convert, write_rows
 from benchmarks.compat.table import markdown
 
 from cuda_agent.core.errors import CudaAgentError
@@ -28,6 +29,11 @@ def _deadline(args: argparse.Namespace) -> float | None:
     if args.deadline is not None:
         return float(args.deadline)
     return time.time() + args.seconds if args.seconds is not None else None
+
+
+def cmd_from_runs(args: argparse.Namespace) -> None:
+    rows = convert(Path(args.runs), Path(args.kb), args.level)
+    print(json.dumps(write_rows(rows, Path(args.out))))
 
 
 def cmd_prepare(args: argparse.Namespace) -> None:
@@ -46,6 +52,7 @@ def cmd_kernelbench(args: argparse.Namespace) -> None:
         gpu_arch=args.gpu_arch,
         device=args.device,
         work_dir=Path(args.work_dir),
+        backend=args.backend,
     )
     if args.jobs:
         config.jobs = args.jobs
@@ -77,6 +84,13 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmarks.compat", description=__doc__)
     sub = p.add_subparsers(dest="step", required=True)
 
+    fr = sub.add_parser("from-runs", help="a KernelBench runs folder -> a corpus JSONL")
+    fr.add_argument("runs", help="e.g. .corpus-src/technoabsurdist/runs/gemini_level1_run")
+    fr.add_argument("--kb", required=True, help="the KernelBench checkout the run was made in")
+    fr.add_argument("--out", required=True, help="the corpus JSONL to write")
+    fr.add_argument("--level", type=int, help="only kernel files of this level")
+    fr.set_defaults(func=cmd_from_runs)
+
     pr = sub.add_parser("prepare", help="a corpus JSONL -> SET/problems, SET/solutions")
     pr.add_argument("corpus", help="e.g. .corpus/cuda-l1/h20.jsonl")
     pr.add_argument("--out", required=True, help="the set folder to write")
@@ -103,6 +117,12 @@ def parser() -> argparse.ArgumentParser:
     )
     kb.add_argument("--gpu-arch", default="Hopper", help="KernelBench set_gpu_arch ('none')")
     kb.add_argument("--device", default="cuda:0")
+    kb.add_argument(
+        "--backend",
+        default="cuda",
+        choices=("cuda", "triton"),
+        help="eval_kernel_against_ref's backend (default cuda)",
+    )
     kb.add_argument("--only", help="comma-separated ids (default: every solution)")
     kb.add_argument("--work-dir", default="/tmp/compat-kb", help="build folders and logs")
     kb.set_defaults(func=cmd_kernelbench)

@@ -6,7 +6,9 @@ is killed with all its children) with its own build folder; ``jobs`` run at once
 appended at once to ``SET/kernelbench.jsonl`` (one row: ``id``, ``level``, ``compiled``,
 ``correctness``, ``kind``, ``error``, ``max_difference``, ``stock_build`` (``ok``, ``failed``
 or ``none``: did stock ``load_inline``/``load`` build what the solution asked for),
-``stock_build_error``, ``seconds``, ``tolerance``, ``trials``, ``attempt``); a rerun skips
+``stock_build_error``, ``seconds``, ``tolerance``, ``trials``, ``attempt``, ``backend``: the
+``backend`` given to ``eval_kernel_against_ref``, ``cuda`` or ``triton``, the latter for a
+KernelBench tree that has it, such as hzeng2000's fork); a rerun skips
 the ids already there. With a ``deadline`` (epoch seconds) no evaluation starts when fewer
 than ``min_left_s`` remain, and one still running at the deadline is killed and *not*
 recorded, so the next call does it again. A row whose error is
@@ -32,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.compat.corpus import PROBLEMS, SOLUTIONS, read_manifest
+from benchmarks.kernelbench_peer import kb_layout
 
 from cuda_agent.bench.kb_results import kb_sample_verdict
 from cuda_agent.core.errors import CudaAgentError
@@ -55,6 +58,7 @@ class KbConfig:
     gpu_arch: str = "Hopper"
     device: str = "cuda:0"
     work_dir: Path = Path("/tmp/compat-kb")
+    backend: str = "cuda"
     python: str = sys.executable
 
 
@@ -107,9 +111,9 @@ def run_kernelbench(set_dir: Path, config: KbConfig, only: set[str] | None = Non
 def preflight(config: KbConfig) -> None:
     """Import KernelBench's evaluator once, as the workers will; one clear error if it fails
     (so a missing checkout or wheel never becomes a verdict on every solution)."""
-    if not (config.kb / "src" / "kernelbench" / "eval.py").is_file():
+    if kb_layout(config.kb) is None:
         raise CudaAgentError(
-            f"{config.kb}: not a KernelBench checkout (no src/kernelbench/eval.py)"
+            f"{config.kb}: not a KernelBench checkout (no src/kernelbench/eval.py or src/eval.py)"
         )
     code = "import sys; from pathlib import Path; from benchmarks.kernelbench_peer import import_kb"
     code += "; import_kb(Path(sys.argv[1]))"
@@ -126,11 +130,17 @@ def preflight(config: KbConfig) -> None:
         raise CudaAgentError(f"KernelBench's evaluator does not import: {tail}")
 
 
-def _env(build: Path | None) -> dict[str, str]:
+def _env(build: Path | None, backend: str = "cuda") -> dict[str, str]:
     paths = [str(REPO / "src"), str(REPO), os.environ.get("PYTHONPATH", "")]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
     if build is not None:
         env["TORCH_EXTENSIONS_DIR"] = str(build)
+        if backend == "triton":
+            # KernelBench's triton path ignores build_dir: it imports the solution from a
+            # NamedTemporaryFile and Triton caches under ~/.triton; both go to the job's
+            # build folder, removed with it.
+            env["TMPDIR"] = str(build)
+            env["TRITON_CACHE_DIR"] = str(build / "triton-cache")
     return env
 
 
@@ -153,12 +163,14 @@ def _evaluate(
         "gpu_arch": config.gpu_arch,
         "device": config.device,
         "build_dir": str(work / "build"),
+        "backend": config.backend,
     }
     (work / "payload.json").write_text(json.dumps(payload))
     started = time.monotonic()
     status = _run_worker(work, config, left)
     row: dict[str, Any] = {"id": pid, "level": level, "attempt": attempt}
     row.update({"tolerance": config.tolerance, "trials": config.trials})
+    row["backend"] = config.backend
     if status == "deadline":
         shutil.rmtree(work, ignore_errors=True)
         return None
@@ -176,7 +188,7 @@ def _evaluate(
 def _run_worker(work: Path, config: KbConfig, left: float | None) -> str:
     """'ok', 'timeout' (the job's own limit) or 'deadline' (the call's)."""
     limit = config.timeout_s if left is None else min(config.timeout_s, left)
-    env = _env(work / "build")
+    env = _env(work / "build", config.backend)
     with open(work / "log.txt", "w") as log:
         proc = subprocess.Popen(
             [config.python, "-m", "benchmarks.compat.kb_worker", "payload.json", "result.json"],

@@ -5,7 +5,9 @@ KernelBench is imported from its checkout by ``benchmarks/kernelbench_peer.impor
 ``src`` on ``sys.path``, inert stand-ins for the LLM clients it imports); nothing of it is
 copied here. The evaluation is the call its scripts make: ``eval_kernel_against_ref`` with
 seed 42 (the same seed set before ``Model()`` and before ``ModelNew()``), its correctness
-trials, fp32, no timing (``measure_performance=False``), in the build folder of the payload.
+trials, fp32, no timing (``measure_performance=False``), in the build folder of the payload,
+with the payload's ``backend`` (``cuda`` by default; ``triton`` for a KernelBench tree with
+that backend, e.g. hzeng2000's fork, in the older ``src/eval.py`` layout).
 ``tolerance`` (a number) replaces KernelBench's precision-derived tolerance for this process
 (KernelBench v0/v0.1 used atol = rtol = 1e-2 for fp32, today 1e-4); ``null`` keeps its own.
 KernelBench returns None when its build hit a lock; that is retried once. The result file
@@ -79,7 +81,7 @@ def evaluate(payload: dict[str, Any]) -> dict[str, Any]:
             verbose=False,
             build_dir=payload["build_dir"],
             device=torch.device(payload.get("device", "cuda:0")),
-            backend="cuda",
+            backend=payload.get("backend", "cuda"),
             precision=torch.float32,
         )
         if result is not None:
