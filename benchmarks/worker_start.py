@@ -45,6 +45,7 @@ def main() -> None:
     from cuda_agent.evaluator.worker_process import TEMPLATE_ENV, worker_env
 
     root = Path(tempfile.mkdtemp(prefix="ca-start-"))
+    root.chmod(0o755)  # the sandbox user (when running as root) must reach its worker folder
     rows = []
     for way, flag in (("template", "1"), ("own process", "0")):
         os.environ[TEMPLATE_ENV] = flag

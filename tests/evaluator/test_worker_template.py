@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from cuda_agent.evaluator.pipeline import evaluate
-from cuda_agent.evaluator.worker.template import cuda_driver_loaded
+from cuda_agent.evaluator.worker.template import cuda_driver_loaded, cuda_forks_work
 from cuda_agent.evaluator.worker_process import spawn_worker, worker_env
 from cuda_agent.evaluator.worker_template import ForkedWorker, Templates
 from cuda_agent.examples import examples_root
@@ -99,3 +99,4 @@ def test_without_a_template_the_worker_is_its_own_process(
 
 def test_no_cuda_driver_in_a_process_that_never_used_cuda() -> None:
     assert cuda_driver_loaded() is False
+    assert cuda_forks_work() is True  # nothing mapped: no probe needed

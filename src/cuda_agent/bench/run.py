@@ -129,8 +129,7 @@ def run_agent(
         },
     )
 
-    def evaluator(problem: Problem, solution: Solution, opts: EvalOptions) -> EvalResult:
-        return pool.submit(EvalJob(problem, solution, opts)).result()
+    evaluator = pool.evaluate
 
     def episode(problem: Problem, attempt: int) -> AttemptRecord:
         folder = out_dir / "episodes" / f"{problem.id}-{attempt}"

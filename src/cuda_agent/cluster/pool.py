@@ -92,6 +92,11 @@ class EvalPool(ABC):
         """Report into ``board`` (shared by several pools of one run)."""
         self.__dict__["_board"] = board
 
+    def evaluate(self, problem: Problem, solution: Solution, options: EvalOptions) -> EvalResult:
+        """One job, submitted and waited for: an evaluator function (``pipeline.evaluate``'s
+        signature) for callers that take one."""
+        return self.submit(EvalJob(problem, solution, options)).result()
+
     def __enter__(self) -> EvalPool:
         return self
 

@@ -94,10 +94,6 @@ class ServicePool(EvalPool):
         except (ServiceFailed, TimeoutError) as err:
             return failed_result(problem, self.backend, str(err))
 
-    def evaluate(self, problem: Problem, solution: Solution, options: EvalOptions) -> EvalResult:
-        """An evaluator function (the signature ``pipeline.evaluate`` has)."""
-        return self.submit(EvalJob(problem, solution, options)).result()
-
     def submit_worker(self, request: WorkerRequest, timeout_s: float) -> Future[WorkerTaskResult]:
         raise NotImplementedError(
             "the reward service runs evaluations, not raw worker requests: dataset synthesis "

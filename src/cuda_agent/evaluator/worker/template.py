@@ -11,10 +11,13 @@ request: candidate code never runs before the confinement, and never in the temp
 worker still serves exactly one request and exits.
 
 The template never creates a CUDA context and never reads candidate code or the harness's
-secret: a CUDA driver loaded in the template (it would be shared broken by every fork) makes it
-refuse orders, and the parent then starts workers the ordinary way. It reports every child's
-exit status (the parent is not the child's parent), and when its control socket closes (the
-parent is gone) it kills its children's process groups and exits.
+secret. A CUDA driver initialised in the template would be shared broken by every fork, and
+torch's CUDA build maps the driver library on some images without initialising it; so where
+the library is mapped, the template forks one probe child that creates a CUDA context and
+exits, and takes cuda orders only if the probe succeeded (``cuda_forks_work``). Otherwise it
+refuses cuda orders, and the parent then starts those workers the ordinary way. It reports
+every child's exit status (the parent is not the child's parent), and when its control socket
+closes (the parent is gone) it kills its children's process groups and exits.
 
 What it does not do: bubblewrap (each bubblewrapped worker is a sandbox of its own, started by
 the parent), or anything a worker does once it has its request (``__main__.serve``).
@@ -45,6 +48,31 @@ def cuda_driver_loaded() -> bool:
             return any("libcuda.so" in line for line in maps)
     except OSError:
         return True  # cannot tell: refuse
+
+
+def cuda_forks_work() -> bool:
+    """Whether a child forked from this process can start CUDA: true where the driver library
+    is not mapped; where it is, a probe child is forked that creates a context and reports.
+    The probe's context dies with it; this process never calls into CUDA."""
+    if not cuda_driver_loaded():
+        return True
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                torch.empty(1, device="cuda")
+                torch.cuda.synchronize()
+                code = 0
+        except BaseException:
+            code = 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 
 
 def _send(ctl: socket.socket, message: dict[str, Any]) -> None:
@@ -117,8 +145,9 @@ def _child(
     os._exit(0)
 
 
-def serve_orders(ctl: socket.socket) -> None:
-    """Fork a worker per order until the control socket closes; report their exits."""
+def serve_orders(ctl: socket.socket, cuda_ok: bool = True) -> None:
+    """Fork a worker per order until the control socket closes; report their exits.
+    ``cuda_ok``: whether forked children can start CUDA (``cuda_forks_work``)."""
     children: set[int] = set()
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
@@ -140,8 +169,8 @@ def serve_orders(ctl: socket.socket) -> None:
             reply = {"id": order.get("id")}
             if len(fds) != FDS_PER_ORDER:
                 reply["error"] = f"an order needs {FDS_PER_ORDER} file descriptors"
-            elif order.get("backend") == "cuda" and cuda_driver_loaded():
-                reply["error"] = "the CUDA driver is loaded in the template"
+            elif order.get("backend") == "cuda" and not cuda_ok:
+                reply["error"] = "a child of the template cannot start CUDA"
             else:
                 sys.stdout.flush()
                 sys.stderr.flush()
@@ -174,11 +203,9 @@ def main(argv: list[str]) -> int:
     from cuda_agent.evaluator.worker.__main__ import warm_imports
 
     warm_imports()
-    if cuda_driver_loaded():
-        _send(ctl, {"ready": False, "error": "the imports loaded the CUDA driver"})
-        return 1
-    _send(ctl, {"ready": True, "pid": os.getpid()})
-    serve_orders(ctl)
+    cuda_ok = cuda_forks_work()
+    _send(ctl, {"ready": True, "pid": os.getpid(), "cuda_forks": cuda_ok})
+    serve_orders(ctl, cuda_ok)
     return 0
 
 
