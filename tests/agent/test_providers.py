@@ -91,6 +91,12 @@ def test_each_provider_plays_a_tool_episode(
     assert final["content"] == fx.FINAL
     formats = [e["tool_format"] for e in events if e["kind"] == "message" and "tool_format" in e]
     assert formats[-1] == expect["format"]
+    for event in events:  # text the client rewrote is kept as the server sent it
+        if "raw_content" in event:
+            assert event["raw_content"] != event["message"]["content"]
+    first_event = next(e for e in events if e["kind"] == "message" and "tool_format" in e)
+    if first_event["tool_format"] != "native":  # calls read from the text
+        assert "read_file" in first_event["raw_content"]
     if "reasoning" in expect:
         assert expect["reasoning"] in first["reasoning_content"]
         assert "<think>" not in first["content"]

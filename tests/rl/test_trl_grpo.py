@@ -241,3 +241,9 @@ def test_train_grpo_command_takes_a_real_step(tiny_model: tuple[Path, Any], tmp_
     assert result.returncode == 0, result.stderr[-2000:]
     summary = json.loads(result.stdout.strip().splitlines()[-1])  # printed last
     assert summary["steps"] == 1 and summary["rewards"] == [-1.0, -1.0]
+    steps = [
+        json.loads(line) for line in (tmp_path / "run" / "steps.jsonl").read_text().splitlines()
+    ]
+    assert steps == summary["per_step"] and steps[0]["rewards"] == [-1.0, -1.0]
+    assert steps[0]["pass_rate"] == 0.0 and steps[0]["grad_norm"] == 0.0
+    assert set(steps[0]["seconds"]) == {"step", "generation", "evaluation", "update"}

@@ -3,11 +3,13 @@
 ``AssistantTurn`` is one reply in the loop's own form, whatever the server spoke: visible
 ``content``, ``tool_calls`` (native, or parsed from text), the ``reasoning`` the server
 returned apart (``reasoning_content`` / ``reasoning``, or ``<think>`` taken out of the text), a
-``refusal`` (OpenAI's refusal field), the tool-call form the reply used (``tool_format``) and
-``notes`` on what the client had to adapt to. ``as_message`` writes it as the OpenAI-format
-assistant message that the trajectory keeps (reasoning as ``reasoning_content``, the name chat
-templates read). ``ModelError`` is a reply that could not be had; ``ContextOverflow`` the
-server's context window being exceeded, with the token counts its message gave.
+``refusal`` (OpenAI's refusal field), the tool-call form the reply used (``tool_format``),
+``notes`` on what the client had to adapt to, and the text as the server returned it
+(``raw_content``) where calls or reasoning were taken out of it. ``as_message`` writes it as
+the OpenAI-format assistant message that the trajectory keeps (reasoning as
+``reasoning_content``, the name chat templates read). ``ModelError`` is a reply that could
+not be had; ``ContextOverflow`` the server's context window being exceeded, with the token
+counts its message gave.
 
 What it does not do: talk to a server (``models``, ``wire``).
 """
@@ -78,6 +80,9 @@ class AssistantTurn:
     refusal: str | None = None
     tool_format: str = "native"
     notes: list[str] = field(default_factory=list)
+    # the reply's text as the server returned it, when the client took tool calls or
+    # reasoning out of it (``content`` is what is left); None when ``content`` is that text
+    raw_content: str | None = None
 
     def as_message(self) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": self.content or ""}

@@ -10,7 +10,9 @@ server answers with a context-length error, the oldest tool outputs are trimmed
 (``context_trim``) and the turn is asked once more. Tool output is truncated (errors first,
 then head and tail) before it goes back to the model. What the client adapted to (``notes``
 of a turn) is recorded as ``model_note`` events; each assistant message carries the reasoning
-the server returned (``reasoning_content``) and the tool-call form used (``tool_format``).
+the server returned (``reasoning_content``) and the tool-call form used (``tool_format``);
+where the client took tool calls or reasoning out of the reply's text, the event keeps that
+text as the server returned it (``raw_content``).
 """
 
 from __future__ import annotations
@@ -109,12 +111,14 @@ def run_loop(
         messages.append(message)
         for note in reply.notes:
             trajectory.event("model_note", note=note, turn=turns)
+        raw = {"raw_content": reply.raw_content} if reply.raw_content is not None else {}
         trajectory.event(
             "message",
             message=message,
             turn=turns,
             finish_reason=reply.finish_reason,
             tool_format=reply.tool_format,
+            **raw,
         )
         if reply.usage is not None:
             context_tokens = reply.usage.total

@@ -223,12 +223,15 @@ class OpenAIChatModel:
         if self.reasoning_key is None:
             self.reasoning_key = next((k for k in REASONING_KEYS if message.get(k)), None)
         text = turn.content or ""
+        raw = turn.content
         if "</think>" in text or text.lstrip().startswith("<think>"):
             reasoning, turn.content = tool_text.split_reasoning(text)
             turn.reasoning = turn.reasoning or reasoning
         self.native_seen = self.native_seen or bool(turn.tool_calls)
         if tools and not turn.tool_calls and turn.content:
             self._text_calls(turn, {t["function"]["name"] for t in tools if "function" in t})
+        if turn.content != raw:
+            turn.raw_content = raw
         turn.tool_format = self.protocol
         turn.notes, self._notes = self._notes, []
         return turn

@@ -17,7 +17,8 @@ Two text protocols:
   in a fenced block; results go back as user turns naming the call.
 
 ``tools_prompt`` writes the tool schemas and the protocol's instructions (appended to the
-system message); ``parse_calls`` finds the calls in a reply and returns the rest as the
+system message; ``tools_prompt_frame`` gives the text around the schemas, for chat templates
+that render the same prompt); ``parse_calls`` finds the calls in a reply and returns the rest as the
 visible content; ``to_text_messages`` rewrites a conversation kept in the native form
 (assistant ``tool_calls``, ``tool`` messages) into the protocol, so the trajectory keeps one
 form whatever the server speaks; ``split_reasoning`` takes ``<think>...</think>`` out of a
@@ -66,6 +67,13 @@ def tools_prompt(tools: list[dict[str, Any]], fmt: str) -> str:
     """The tool schemas and how to call them in ``fmt``, for the system message."""
     schemas = "\n".join(json.dumps(tool.get("function", tool)) for tool in tools)
     return _INSTRUCTIONS[fmt].format(schemas=schemas)
+
+
+def tools_prompt_frame(fmt: str) -> tuple[str, str]:
+    """The text of ``tools_prompt(tools, fmt)`` before and after the schemas (one JSON object
+    per tool, joined by newlines)."""
+    head, _, tail = _INSTRUCTIONS[fmt].partition("{schemas}")
+    return head.format(), tail.format()
 
 
 def parse_calls(text: str, fmt: str, names: set[str] | None = None) -> tuple[str, list[ToolCall]]:

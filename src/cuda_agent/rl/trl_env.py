@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -53,7 +54,8 @@ class KernelEnv:
 
     Only ``reset``, ``get_reward`` and the four tool methods are public methods: TRL turns
     every other public method into a tool. ``on_reward(problem_id, reward)`` is called once
-    per episode, when its reward is first computed.
+    per episode, when its reward is first computed (``evaluation_seconds`` then says how long
+    that took).
     """
 
     def __init__(
@@ -76,6 +78,7 @@ class KernelEnv:
         self._tool_timeout_s = tool_timeout_s
         self._on_reward = on_reward
         self._env: KernelEnvironment | None = None
+        self._evaluation_s = 0.0
         self._finalizer: weakref.finalize[Any, Any] | None = None
 
     # -- the environment protocol -------------------------------------------------------------
@@ -87,6 +90,7 @@ class KernelEnv:
         ``size`` overrides the constructor's. Other fields (``prompt``...) are ignored.
         """
         self._discard()
+        self._evaluation_s = 0.0
         if "problem" not in row:
             raise KeyError("KernelEnv.reset: the dataset row has no 'problem' field")
         env = KernelEnvironment.temporary(
@@ -108,7 +112,10 @@ class KernelEnv:
         """The harness's reward of the episode (evaluates the final workdir once)."""
         env = self._require()
         first = env.score is None
+        began = time.monotonic()
         score = env.finish()
+        if first:
+            self._evaluation_s = time.monotonic() - began
         if first and self._on_reward is not None:
             self._on_reward(env.problem.id, score.reward)
         return score.reward
@@ -174,6 +181,11 @@ class KernelEnv:
         """The final evaluation of the current episode, once ``get_reward`` has run."""
         score = self._env.score if self._env is not None else None
         return score.final if score is not None else None
+
+    @property
+    def evaluation_seconds(self) -> float:
+        """How long the current episode's final evaluation took (0 before ``get_reward``)."""
+        return self._evaluation_s
 
     @property
     def best_result(self) -> EvalResult | None:

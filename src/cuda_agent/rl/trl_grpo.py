@@ -34,6 +34,7 @@ from typing import Any
 
 from cuda_agent.agent.prompts import SYSTEM_PROMPT
 from cuda_agent.rl.trl_env import KernelEnv
+from cuda_agent.rl.trl_settings import grpo_settings
 
 
 def build_dataset(
@@ -83,15 +84,18 @@ def run_grpo(
     Each step samples one problem and ``num_generations`` rollouts of it (one ``KernelEnv``
     each, ``backend`` for the workspaces and the evaluation). ``reward_funcs`` are added to the
     environment's reward (TRL sums them, weight 1 each). ``use_cpu`` defaults to "no CUDA
-    device". Returns ``{"steps", "rewards", "loss", "changed_params", "metrics"}``:
-    ``rewards`` lists every ``get_reward`` value in order, ``loss`` is the mean training loss,
-    ``changed_params`` says whether any trainable weight differs after training, ``metrics``
-    is the trainer's log history.
+    device". Returns ``{"steps", "rewards", "loss", "changed_params", "metrics",
+    "per_step"}``: ``rewards`` lists every ``get_reward`` value in order, ``loss`` is the mean
+    training loss, ``changed_params`` says whether any trainable weight differs after
+    training, ``metrics`` is the trainer's log history, ``per_step`` the lines of
+    ``out/steps.jsonl`` (``rl.step_log``: rewards, pass rate, tokens, seconds).
     """
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory is experimental
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer  # type: ignore[import-untyped,unused-ignore]
+
+    from cuda_agent.rl.step_log import STEPS_FILE, StepLog
 
     if steps < 1:
         raise ValueError("run_grpo: steps must be >= 1")
@@ -100,44 +104,33 @@ def run_grpo(
     model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
     rewards: list[float] = []
     cleanup = contextlib.ExitStack()
+    step_log = StepLog(out / STEPS_FILE)
 
     def factory() -> KernelEnv:
+        def on_reward(_problem: str, reward: float) -> None:
+            rewards.append(reward)
+            step_log.record(reward, env.best_result is not None, env.evaluation_seconds)
+
         env = env_class(
             backend=backend,
             size=size,
             root=out / "episodes",
-            on_reward=lambda _problem, reward: rewards.append(reward),
+            on_reward=on_reward,
             **(env_kwargs or {}),
         )
         return cleanup.enter_context(env)  # every episode folder goes when training ends
 
-    fields = getattr(GRPOConfig, "__dataclass_fields__", {})
-    checkpointing = (
-        "activation_checkpointing"
-        if "activation_checkpointing" in fields
-        else "gradient_checkpointing"
+    settings = grpo_settings(
+        out,
+        steps,
+        num_generations,
+        max_completion_length,
+        learning_rate,
+        seed,
+        use_cpu,
+        getattr(GRPOConfig, "__dataclass_fields__", {}),
     )
-    settings: dict[str, Any] = {
-        "output_dir": str(out / "trainer"),
-        "max_steps": steps,
-        "per_device_train_batch_size": num_generations,  # one prompt group per step
-        "gradient_accumulation_steps": 1,
-        "num_generations": num_generations,
-        "max_completion_length": max_completion_length,
-        "max_tool_calling_iterations": max_tool_calling_iterations,
-        "learning_rate": learning_rate,
-        "seed": seed,
-        "use_cpu": (not torch.cuda.is_available()) if use_cpu is None else use_cpu,
-        "bf16": False,
-        "fp16": False,
-        # renamed activation_checkpointing in recent transformers (the old name warns)
-        checkpointing: False,
-        "report_to": "none",
-        "logging_steps": 1,
-        "save_strategy": "no",
-        "dataloader_num_workers": 0,
-        "disable_tqdm": True,
-    }
+    settings["max_tool_calling_iterations"] = max_tool_calling_iterations
     settings.update(config_overrides or {})
     extra_rewards: list[Any] = list(reward_funcs or [])
     # Episodes are cleaned up also when training fails; autograd is on whatever the caller's
@@ -150,6 +143,7 @@ def run_grpo(
             processing_class=tokenizer,
             reward_funcs=extra_rewards,
             environment_factory=factory,
+            callbacks=[step_log],
         )
         before = {
             name: p.detach().cpu().clone()
@@ -166,4 +160,5 @@ def run_grpo(
         "loss": loss,
         "changed_params": changed,
         "metrics": list(trainer.state.log_history),
+        "per_step": step_log.steps,
     }

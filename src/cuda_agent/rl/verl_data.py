@@ -13,6 +13,10 @@ synthesised dataset, ...) becomes such a row:
 * agentic rows: the agent's system prompt only (the agent loop adds the task prompt with the
   episode's workdir) and the agent-loop name.
 
+A split of the curriculum (``write_curriculum_dataset``) becomes single-turn rows the same
+way, with the curriculum task's prompt (``rl/curriculum/tasks.py``) and ``extra_info.task``,
+which the single-turn reward reads to score the reply as that task.
+
 Column names are verl's (``verl_compat``). Not here: tokenisation or prompt-length filtering
 (verl does both), or validation sets (the same function serves them).
 """
@@ -89,4 +93,48 @@ def write_verl_dataset(
     partial = out.with_name(out.name + ".partial")
     pq.write_table(pa.Table.from_pylist(rows), partial)
     partial.replace(out)  # never a half-written file under the final name
+    return len(rows)
+
+
+def write_curriculum_dataset(
+    task: str, folder: str | None, split: str, out: Path, backend: str, size: str = "standard"
+) -> int:
+    """Write one split of a curriculum problem set (when ``folder`` is None, the default set
+    at ``size``) as single-turn rows of ``task`` to ``out`` (parquet); returns the number of
+    rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from cuda_agent.problems.sets import resolve_problem
+    from cuda_agent.rl.curriculum.problem_set import (
+        CurriculumSpec,
+        problem_set_folder,
+        read_split,
+        row_spec,
+    )
+    from cuda_agent.rl.curriculum.tasks import messages
+
+    source = Path(folder) if folder else problem_set_folder(CurriculumSpec(size=size))
+    rows = []
+    for index, row in enumerate(read_split(source, split)):
+        spec = row_spec(source, row)
+        problem = resolve_problem(spec)
+        rows.append(
+            {
+                verl_compat.DATA_SOURCE_KEY: DATA_SOURCE,
+                verl_compat.PROMPT_KEY: messages(task, problem, backend),
+                verl_compat.REWARD_MODEL_KEY: {"style": "rule", "ground_truth": spec},
+                verl_compat.EXTRA_INFO_KEY: {
+                    "problem": spec,
+                    "size": problem.size,
+                    "index": index,
+                    "level": 1,
+                    "task": task,
+                },
+            }
+        )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(out.name + ".partial")
+    pq.write_table(pa.Table.from_pylist(rows), partial)
+    partial.replace(out)
     return len(rows)

