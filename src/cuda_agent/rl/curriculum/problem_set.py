@@ -34,15 +34,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.core.paths import cache_root
+from cuda_agent.core.published import build_once
 from cuda_agent.rl.curriculum.ops import OPS, Composition, compose
 from cuda_agent.synth.decontam import Decontaminator
 from cuda_agent.synth.filters import DEFAULT_THRESHOLD, StaticFilters
@@ -176,20 +174,7 @@ def problem_set_folder(spec: CurriculumSpec | None = None) -> Path:
     """The folder of ``spec``'s problem set in the cache, built there first if missing."""
     spec = (spec or CurriculumSpec()).check()
     folder = cache_root() / "curriculum" / f"elementwise-{spec.digest()}"
-    if (folder / "config.json").is_file():
-        return folder
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix="elementwise-", dir=folder.parent))
-    try:
-        build_problem_set(staging / "set", spec)
-        try:
-            os.replace(staging / "set", folder)
-        except OSError:
-            if not (folder / "config.json").is_file():  # not another process's finished copy
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return folder
+    return build_once(folder, lambda path: build_problem_set(path, spec))
 
 
 def read_split(folder: Path, split: str) -> list[dict[str, Any]]:
