@@ -162,6 +162,11 @@ def test_cancel_drops_the_result_of_a_running_job(service: Service) -> None:
 
 def test_metrics_and_the_openapi_schema(service: Service) -> None:
     with service.client() as http:
+        # a verdict of its own: under xdist this test may be the first of the module on its
+        # worker's service, and the counters below exist only once a result was recorded
+        job = http.post("/v1/jobs", json=body()).json()
+        done = http.get(f"/v1/jobs/{job['id']}", params={"wait": 300}).json()
+        assert done["state"] == "done" and done["result"]["correct"], done
         text = http.get("/metrics").text
         schema = http.get("/openapi.json").json()
     assert 'cuda_agent_jobs{state="done"}' in text and "cuda_agent_queue_depth" in text
