@@ -10,6 +10,7 @@ from cuda_agent.core.errors import ConfigError
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.requests import worker_request
 from cuda_agent.evaluator.worker.protocol import (
+    MAX_TIMED_ROUNDS,
     EvalSettings,
     EvaluationRecord,
     TimingOptions,
@@ -73,6 +74,7 @@ def test_the_record_round_trips_and_ignores_line_keys() -> None:
         ("trials", 0, "trials must be between"),
         ("atol", -1.0, "atol must be >= 0"),
         ("backend", "tpu", "unknown backend"),
+        ("timing", TimingOptions(max_rounds=MAX_TIMED_ROUNDS + 1), "max_rounds must be between"),
     ],
 )
 def test_settings_are_validated_in_one_place(field: str, value: object, message: str) -> None:

@@ -1,5 +1,6 @@
-"""The interleaved timer's integrity hook: when it asks for the expensive checks, and that a
-change made late in timing (even in the very last round) is still caught."""
+"""The interleaved timer's integrity hook (when it asks for the expensive checks, and that a
+change made late in timing, even in the very last round, is still caught) and its inputs (no
+timed call sees inputs an earlier call saw)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import random
 import torch
 
 from cuda_agent.evaluator.worker.device import CpuDevice
-from cuda_agent.evaluator.worker.protocol import TimingOptions
+from cuda_agent.evaluator.worker.protocol import MAX_TIMED_ROUNDS, TimingOptions
 from cuda_agent.evaluator.worker.timing import time_interleaved
 
 ROUNDS = 12
@@ -111,3 +112,40 @@ def test_cheap_checks_run_every_round() -> None:
         after_call,
     )
     assert outcome.flags == ["threads_started"] and outcome.rounds == 3
+
+
+def test_no_timed_call_sees_an_element_value_an_earlier_call_saw() -> None:
+    """The most rounds a run may have, after a long warm-up: every timed call's inputs differ
+    from every earlier call's in every element, so a cache keyed on content, even on one
+    sampled element, never hits (a content cache once hit when two rounds' factors rounded to
+    the same float32 value, and an honest fixture was rejected)."""
+    warm_up = 500
+    seen: set[tuple[int, float]] = set()
+    repeats: list[int] = []
+    calls = 0
+
+    def candidate(args: list[torch.Tensor]) -> torch.Tensor:
+        nonlocal calls
+        calls += 1
+        values = set(enumerate(args[0].tolist()))
+        if calls > warm_up and values & seen:
+            repeats.append(calls)
+        seen.update(values)
+        return double(args)
+
+    opts = TimingOptions(
+        warmup_ms=0.0,
+        warmup_calls=warm_up,
+        min_rounds=MAX_TIMED_ROUNDS,
+        max_rounds=MAX_TIMED_ROUNDS,
+        max_seconds=600.0,
+        target_rse=0.0,
+        input_sets=1,
+        check_fraction=0.0,
+        flush_cache=False,
+    )
+    outcome = time_interleaved(
+        candidate, double, sets()[:1], CpuDevice(), opts, 0.0, 0.0, random.Random(0)
+    )
+    assert outcome.rounds == MAX_TIMED_ROUNDS and calls == warm_up + MAX_TIMED_ROUNDS
+    assert repeats == []

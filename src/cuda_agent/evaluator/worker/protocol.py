@@ -26,6 +26,9 @@ MODES = (
 )
 
 
+MAX_TIMED_ROUNDS = 4096  # each timed round gets a scale factor no other call gets (timing.Factors)
+
+
 @dataclass
 class TimingOptions:
     enabled: bool = True
@@ -76,6 +79,8 @@ class EvalSettings:
             )
         if not 1 <= self.trials <= 100:
             raise ConfigError("trials must be between 1 and 100")
+        if not 1 <= self.timing.max_rounds <= MAX_TIMED_ROUNDS:
+            raise ConfigError(f"timing.max_rounds must be between 1 and {MAX_TIMED_ROUNDS}")
         for name in ("atol", "rtol"):
             value = getattr(self, name)
             if value is not None and not value >= 0:

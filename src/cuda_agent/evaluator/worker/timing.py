@@ -3,8 +3,9 @@
 Protocol (one round = one call of each side, order alternating A B / B A):
 
 * every round draws one of several input sets (rotating) and scales its floating tensors by a
-  fresh factor near 1, and each call gets its own clone, so caching on pointers or content
-  across calls does not pay; all of this happens outside the timed region;
+  factor near 1 that no other call of the run gets (``Factors``), and each call gets its own
+  clone, so caching on pointers or content across calls does not pay; all of this happens
+  outside the timed region;
 * the device's cache is flushed before every timed call;
 * warm-up by time (``warmup_ms`` and ``warmup_calls`` for each side) before any sample;
 * a random subset of rounds (``check_fraction``, plus the first) compares the candidate's
@@ -25,6 +26,7 @@ minimum, sample count and relative standard error.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import random
 import statistics
@@ -35,7 +37,7 @@ from typing import Any
 
 from cuda_agent.evaluator.worker.compare import compare
 from cuda_agent.evaluator.worker.device import Device
-from cuda_agent.evaluator.worker.protocol import TimingOptions
+from cuda_agent.evaluator.worker.protocol import MAX_TIMED_ROUNDS, TimingOptions
 from cuda_agent.evaluator.worker.tensors import clone_nested, map_tensors
 
 
@@ -101,13 +103,14 @@ def time_interleaved(
     """
     outcome = TimingOutcome()
     watcher = random.SystemRandom()
+    factors = Factors(rng)
     start = time.monotonic()
-    _warm_up(candidate, reference, input_sets, device, opts)
+    _warm_up(candidate, reference, input_sets, device, opts, factors)
     samples_c: list[float] = []
     samples_r: list[float] = []
     round_no = 0
     while True:
-        inputs = perturbed(input_sets[round_no % len(input_sets)], rng)
+        inputs = perturbed(input_sets[round_no % len(input_sets)], factors.timed())
         check = watcher.random() < opts.check_fraction or round_no == 0
         first_cand = round_no % 2 == 0
         results: dict[str, Any] = {}
@@ -171,30 +174,61 @@ def _tampered(
     return bool(flags)
 
 
-PERTURBATION = 2.0**-9  # relative scale change of floating inputs, fresh every round
+FACTOR_STEP = 2.0**-22  # factors are 1 + k * FACTOR_STEP for an integer k with |k| < FACTOR_SPAN
+FACTOR_SPAN = (
+    MAX_TIMED_ROUNDS  # the odd k in (-SPAN, SPAN) are as many; factors stay within 2**-10 of 1
+)
 
 
-def perturbed(inputs: Any, rng: random.Random) -> Any:
-    """A copy of ``inputs`` with every floating tensor scaled by a fresh factor near 1.
+class Factors:
+    """The scale factors of one timing run: each timed round's is used by no other call.
 
-    Every timed round thus sees inputs no earlier call has seen, so a cache keyed on pointers,
-    shapes or content (even sampled content) cannot pay; signs, zeros and ordering survive.
+    ``1 + k * FACTOR_STEP`` is exact in float32 and float64. Two factors with different ``k``
+    differ by at least 2**-22 relative, two units in the last place of float32, so they give
+    different float32 (and float64) values for every normal nonzero element: every timed round's
+    inputs differ from every earlier call's, and a cache keyed on content, even on one sampled
+    element, never hits. Timed rounds take the odd ``k``, each once, in an order drawn from the
+    run's seeded ``rng``; warm-up calls take the even nonzero ``k`` (cycled); verification's
+    inputs are unscaled (``k`` = 0). Half-precision tensors are coarser than the step: scaling
+    changes few of their elements (a cache that then skips the kernel is still caught by the
+    custom-call count, ``custom_kernel_skipped_in_timing``).
     """
-    factor = 1.0 + (rng.random() - 0.5) * PERTURBATION
+
+    def __init__(self, rng: random.Random) -> None:
+        odd = list(range(1 - FACTOR_SPAN, FACTOR_SPAN, 2))
+        self._timed = iter(rng.sample(odd, len(odd)))
+        even = [k for k in range(2 - FACTOR_SPAN, FACTOR_SPAN, 2) if k]
+        self._warm_up = itertools.cycle(random.Random(len(even)).sample(even, len(even)))
+
+    def timed(self) -> float:
+        """The next timed round's factor (``StopIteration`` after ``MAX_TIMED_ROUNDS`` rounds)."""
+        return 1.0 + next(self._timed) * FACTOR_STEP
+
+    def warm_up(self) -> float:
+        return 1.0 + next(self._warm_up) * FACTOR_STEP
+
+
+def perturbed(inputs: Any, factor: float) -> Any:
+    """A copy of ``inputs`` with every floating tensor scaled by ``factor`` (see ``Factors``);
+    signs, zeros and ordering survive."""
     return map_tensors(inputs, lambda t: t.mul(factor) if t.is_floating_point() else t.clone())
 
 
 def _warm_up(
-    candidate: Side, reference: Side, input_sets: list[Any], device: Device, opts: TimingOptions
+    candidate: Side,
+    reference: Side,
+    input_sets: list[Any],
+    device: Device,
+    opts: TimingOptions,
+    factors: Factors,
 ) -> None:
-    rng = random.Random(len(input_sets))  # warm-up inputs are fresh too: no cache to prime
     for fn in (candidate, reference):
         spent, calls = 0.0, 0
         deadline = time.monotonic() + max(5.0, opts.max_seconds)
         while (
             spent * 1000.0 < opts.warmup_ms or calls < opts.warmup_calls
         ) and time.monotonic() < deadline:
-            args = perturbed(input_sets[calls % len(input_sets)], rng)
+            args = perturbed(input_sets[calls % len(input_sets)], factors.warm_up())
             t0 = time.perf_counter()
             fn(args)
             device.synchronize()
