@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import socket
 import subprocess
 import threading
@@ -89,6 +90,9 @@ def listener() -> Iterator[Listener]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("CA_ADV_TARGETS", ":".join(str(t) for t in targets))
         patch.setenv("CA_ADV_PORT", str(server.port))
+        # f_fork_children's sleepers: an argument no other process on the machine uses (another
+        # test process, a second test run), so the survivors' search finds only its own
+        patch.setenv("CA_ADV_SLEEP", f"600.{os.getpid()}")
         yield server
     server.close()
 
@@ -155,7 +159,9 @@ def check_verdict(fixture: Fixture, listener: Listener) -> None:
         assert not target.exists(), f"{target} was written"
     if fixture.name == "f_fork_children":
         survivors = subprocess.run(
-            ["pgrep", "-f", "sleep 600.25"], capture_output=True, text=True
+            ["pgrep", "-fx", re.escape(f"sleep {os.environ['CA_ADV_SLEEP']}")],
+            capture_output=True,
+            text=True,
         ).stdout
         assert survivors == ""
     if fixture.name == "f_compile_log_flood":

@@ -2,24 +2,32 @@
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
 import time
 
 from cuda_agent.evaluator.process_group import group_members, kill_group_and_wait
 
+# an argument no other process on the machine gives sleep (another test process, another run)
+SLEEPERS = f"sleep 600.{os.getpid()}"
+
 # a group leader that starts five sleepers in its own group, says so, and waits
-LEADER = """
+LEADER = f"""
 import os, subprocess, sys, time
 for _ in range(5):
-    subprocess.Popen(["sleep", "600.75"])
+    subprocess.Popen({SLEEPERS.split()!r})
 print("started", flush=True)
 time.sleep(600)
 """
 
 
-def _pgrep(pattern: str) -> str:
-    return subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout
+def _pgrep(command: str) -> str:
+    """The pids whose whole command line is ``command``."""
+    return subprocess.run(
+        ["pgrep", "-fx", re.escape(command)], capture_output=True, text=True
+    ).stdout
 
 
 def test_no_member_runs_once_it_returns() -> None:
@@ -31,7 +39,7 @@ def test_no_member_runs_once_it_returns() -> None:
     left = kill_group_and_wait(leader.pid)
     assert left == []
     assert group_members(leader.pid) == []
-    assert _pgrep("sleep 600.75") == ""
+    assert _pgrep(SLEEPERS) == ""
     leader.wait(timeout=120)
 
 

@@ -20,7 +20,8 @@ DTYPES = (
 def test_any_single_element_change_is_seen_in_any_chunk(monkeypatch, dtype) -> None:
     monkeypatch.setattr(tensors, "FINGERPRINT_CHUNK", 37)
     monkeypatch.setattr(tensors, "_ramps", {})
-    base = (torch.randn(200) * 50).to(dtype)
+    # seeded: a bfloat16 element at 256 or more has a spacing of 2, where + 1 can round back
+    base = (torch.randn(200, generator=torch.Generator().manual_seed(0)) * 50).to(dtype)
     reference = fingerprint(base)
     assert fingerprint(base.clone()) == reference
     for index in (0, 36, 37, 150, 199):  # chunk edges and the short last chunk
