@@ -86,6 +86,9 @@ def fast_options(**overrides: object) -> EvalOptions:
         # one worker per evaluation: a spare started for the next one would be wasted, since
         # spares are kept per environment and pytest changes PYTEST_CURRENT_TEST every phase
         keep_spare_worker=False,
+        # the memory check (an AddressSanitizer build and run per correct candidate) is
+        # tested where it is the subject (tests/adversarial: the M fixtures; tests/evaluator)
+        memory_check=False,
     )
     values.update(overrides)
     return EvalOptions(**values).validate()  # type: ignore[arg-type]

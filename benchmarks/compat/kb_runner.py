@@ -8,14 +8,21 @@ appended at once to ``SET/kernelbench.jsonl`` (one row: ``id``, ``level``, ``com
 or ``none``: did stock ``load_inline``/``load`` build what the solution asked for),
 ``stock_build_error``, ``seconds``, ``tolerance``, ``trials``, ``attempt``, ``backend``: the
 ``backend`` given to ``eval_kernel_against_ref``, ``cuda`` or ``triton``, the latter for a
-KernelBench tree that has it, such as hzeng2000's fork); a rerun skips
-the ids already there. With a ``deadline`` (epoch seconds) no evaluation starts when fewer
-than ``min_left_s`` remain, and one still running at the deadline is killed and *not*
-recorded, so the next call does it again. A row whose error is
-a CUDA out-of-memory (several evaluations share the GPU) is evaluated once more, alone, at the
-end; the last row of an id is its verdict. One line per finished evaluation goes to stdout.
-KernelBench's evaluator is imported once before anything starts (``preflight``): a checkout or
-wheel that is missing stops the run with one line instead of becoming a verdict.
+KernelBench tree that has it, such as hzeng2000's fork; with several tolerances
+(``tolerances``, the first the primary: ``tolerance``, whose verdict ``correctness`` and the
+fields above are), ``correct_at`` (``{"0.01": true, "0.0001": false}``, keyed by
+``kb_results.tolerance_key``), ``implied_at`` (the stricter ones not run because a looser one
+already failed), ``max_difference_at`` (where KernelBench measured a mismatch), and
+``stricter_timeout`` / ``stricter_crash`` when the job's time ran out or its process died
+during a stricter evaluation (that verdict is then missing from ``correct_at``);
+``reference_error`` when KernelBench's own reference model raised on its inputs
+(``kb_worker.watch_reference``)); a rerun skips the ids already there. With a ``deadline``
+(epoch seconds) no evaluation starts when fewer than ``min_left_s`` remain, and one still
+running at the deadline is killed and *not* recorded, so the next call does it again. A row
+whose error is a CUDA out-of-memory (several evaluations share the GPU) is evaluated once more,
+alone, at the end; the last row of an id is its verdict. One line per finished evaluation goes
+to stdout. KernelBench's evaluator is imported once before anything starts (``preflight``): a
+checkout or wheel that is missing stops the run with one line instead of becoming a verdict.
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ from typing import Any
 from benchmarks.compat.corpus import PROBLEMS, SOLUTIONS, read_manifest
 from benchmarks.kernelbench_peer import kb_layout
 
-from cuda_agent.bench.kb_results import kb_sample_verdict
+from cuda_agent.bench.kb_results import kb_sample_verdict, tolerance_key
 from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.core.jsonl import append_line, read_lines
 
@@ -54,12 +61,22 @@ class KbConfig:
     deadline: float | None = None
     min_left_s: float = 90.0
     trials: int = 5
-    tolerance: float | None = 1e-2
+    # atol = rtol for fp32, the first the primary; None: KernelBench's own (1e-4 for fp32)
+    tolerances: tuple[float | None, ...] = (1e-2, 1e-4)
     gpu_arch: str = "Hopper"
     device: str = "cuda:0"
     work_dir: Path = Path("/tmp/compat-kb")
     backend: str = "cuda"
     python: str = sys.executable
+
+    @property
+    def tolerance(self) -> float | None:
+        """The primary tolerance: its verdict is the row's ``correctness``."""
+        return self.tolerances[0]
+
+    @property
+    def tolerance_keys(self) -> list[str]:
+        return list(dict.fromkeys(tolerance_key(t) for t in self.tolerances))
 
 
 def latest_rows(path: Path) -> dict[str, dict[str, Any]]:
@@ -160,6 +177,7 @@ def _evaluate(
         "cand_src": (set_dir / SOLUTIONS / f"{pid}.py").read_text(),
         "trials": config.trials,
         "tolerance": config.tolerance,
+        "tolerances": list(config.tolerances),
         "gpu_arch": config.gpu_arch,
         "device": config.device,
         "build_dir": str(work / "build"),
@@ -170,16 +188,25 @@ def _evaluate(
     status = _run_worker(work, config, left)
     row: dict[str, Any] = {"id": pid, "level": level, "attempt": attempt}
     row.update({"tolerance": config.tolerance, "trials": config.trials})
+    if len(config.tolerances) > 1:
+        row["tolerances"] = list(config.tolerances)
     row["backend"] = config.backend
     if status == "deadline":
         shutil.rmtree(work, ignore_errors=True)
         return None
-    if status == "timeout":
-        row.update(_failed("timeout", f"no verdict in {config.timeout_s:.0f} s"))
-    elif not (work / "result.json").is_file():
-        row.update(_failed("crash", f"the process died: {_tail(work / 'log.txt')}"))
+    out = _read_result(work / "result.json")
+    keys = config.tolerance_keys
+    partial = out is not None and bool(out.get("partial"))  # it stopped in a later evaluation
+    has_primary = out is not None and keys[0] in (out.get("kb_results") or {})
+    if out is not None and not partial:  # finished (also when its exit was slow)
+        row.update(_verdict(out, keys))
+    elif out is not None and has_primary:  # the primary's verdict came before it stopped
+        row.update(_verdict(out, keys))
+        row["stricter_" + ("timeout" if status == "timeout" else "crash")] = True
+    elif status == "timeout":
+        row.update(_failed("timeout", f"no verdict in {config.timeout_s:.0f} s", keys))
     else:
-        row.update(_verdict(json.loads((work / "result.json").read_text())))
+        row.update(_failed("crash", f"the process died: {_tail(work / 'log.txt')}", keys))
     row["seconds"] = round(time.monotonic() - started, 1)
     shutil.rmtree(work / "build", ignore_errors=True)
     return row
@@ -207,25 +234,49 @@ def _run_worker(work: Path, config: KbConfig, left: float | None) -> str:
             return "timeout" if limit >= config.timeout_s else "deadline"
 
 
-def _verdict(out: dict[str, Any]) -> dict[str, Any]:
+def _read_result(path: Path) -> dict[str, Any] | None:
+    try:
+        out = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return out if isinstance(out, dict) else None
+
+
+def _verdict(out: dict[str, Any], keys: list[str] | None = None) -> dict[str, Any]:
+    """A row's verdict fields from the worker's result; ``keys``: the tolerances asked for
+    (``tolerance_key``, the primary first)."""
     builds = out.get("stock_builds") or []
-    stock = {
+    stock: dict[str, Any] = {
         "stock_build": "none"
         if not builds
         else ("ok" if all(b["ok"] for b in builds) else "failed"),
         "stock_build_error": next((b["error"] for b in builds if not b["ok"]), None),
     }
+    if out.get("reference_errors"):
+        stock["reference_error"] = str(out["reference_errors"][0])
+    keys = keys or [tolerance_key(None)]
     if "exception" in out:
-        return {**_failed("runtime", str(out["exception"])), **stock}
-    result = out.get("kb_result") or {}
+        return {**_failed("runtime", str(out["exception"]), keys), **stock}
+    results = out.get("kb_results") or {keys[0]: out.get("kb_result") or {}}
+    row = {**stock, **_one(results.get(keys[0]) or {})}
+    if len(keys) > 1:
+        verdicts = {k: _one(results[k]) for k in keys if isinstance(results.get(k), dict)}
+        row["correct_at"] = {k: bool(v["correctness"]) for k, v in verdicts.items()}
+        row["implied_at"] = [k for k in out.get("implied") or [] if k in verdicts]
+        differences = {k: v["max_difference"] for k, v in verdicts.items() if v["max_difference"]}
+        if differences:
+            row["max_difference_at"] = differences
+    return row
+
+
+def _one(result: dict[str, Any]) -> dict[str, Any]:
+    """The verdict fields of one KernelBench result (one tolerance)."""
+    if "exception" in result:  # KernelBench raised outside its handlers (a stricter call)
+        return _failed("runtime", str(result["exception"]))
     if result.get("kb_returned_none"):
-        return {
-            **_failed("no_result", "KernelBench returned no result twice (build lock)"),
-            **stock,
-        }
+        return _failed("no_result", "KernelBench returned no result twice (build lock)")
     verdict = kb_sample_verdict(result)
     return {
-        **stock,
         "compiled": verdict.compiled,
         "correctness": verdict.correct,
         "kind": verdict.kind,
@@ -235,8 +286,12 @@ def _verdict(out: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _failed(kind: str, message: str) -> dict[str, Any]:
-    return {"compiled": False, "correctness": False, "kind": kind, "error": message}
+def _failed(kind: str, message: str, keys: list[str] | None = None) -> dict[str, Any]:
+    row: dict[str, Any] = {"compiled": False, "correctness": False, "kind": kind}
+    row["error"] = message
+    if keys and len(keys) > 1:
+        row["correct_at"] = dict.fromkeys(keys, False)
+    return row
 
 
 def _left(config: KbConfig) -> float | None:

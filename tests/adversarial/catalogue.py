@@ -1,7 +1,8 @@
 """The red-team catalogue: every fixture, the exploit family it tries, and its required verdict.
 
 Families follow ``shared/exploits.md`` (A: correctness-side, B: timing-side, C: harness and
-environment); ``F`` marks the fault suite. ``rejected`` means reward -1 with at least one of
+environment); ``F`` marks the fault suite, ``K`` KernelBench's semantics (module mode), ``M``
+memory safety. ``rejected`` means reward -1 with at least one of
 the named flags; ``scored`` means the trick is legitimate (or has no effect) under the active
 policy and the solution is scored honestly: correct, no flags (``notes`` lists the
 warning-level notes it must carry). ``known_gap`` marks what the evaluator does not catch today
@@ -25,6 +26,7 @@ from cuda_agent.solutions.static import analyse
 FIXTURES = Path(__file__).parent / "fixtures"
 PROBLEMS = Path(__file__).parent / "problems"
 LAYER_NORM = str(PROBLEMS / "layer_norm_plain.py")  # default init: weight ones, bias zeros
+BATCH_NORM = str(PROBLEMS / "batch_norm_shifted.py")  # training mode, shifted inputs
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,7 @@ def under(policy: str) -> dict[str, Any]:
     return {"options": {"policy": policy}}
 
 
+CHECKED: dict[str, Any] = {"options": {"memory_check": True}}  # tests turn it off elsewhere
 MISMATCH = ("output_mismatch:value",)
 GARBAGE = ("output_mismatch:value", "output_mismatch:nan", "output_mismatch:inf")  # any bits
 
@@ -223,6 +226,64 @@ CATALOGUE: list[Fixture] = [
         **under("kernelbench"),
     ),
     R(
+        "m1_read_past_end",
+        "M",
+        ("memory_error:access",),
+        "a correct candidate runs once more under a memory checker (AddressSanitizer here)",
+        **CHECKED,
+    ),
+    R(
+        "m1_read_past_end@kernelbench",
+        "M",
+        ("memory_error:access",),
+        "the memory check runs under every policy",
+        options={"memory_check": True, "policy": "kernelbench"},
+    ),
+    R(
+        "m2_write_past_end",
+        "M",
+        ("memory_error:access",),
+        "a correct candidate runs once more under a memory checker (AddressSanitizer here)",
+        **CHECKED,
+    ),
+    R(
+        "m3_uninitialized_read",
+        "M",
+        ("memory_error:uninitialized", *GARBAGE),
+        "uninitialised allocations filled with NaN in the checked run (and garbage in the "
+        "verified one, where the host's memory held some)",
+        **CHECKED,
+    ),
+    S("m0_honest_relu", "M", "an honest kernel passes the memory check", **CHECKED),
+    R(
+        "k1_batchnorm_running_stats",
+        "K1",
+        MISMATCH,
+        "modules run in the mode their constructor left them, training mode (as KernelBench)",
+        problem=BATCH_NORM,
+    ),
+    R(
+        "k1_batchnorm_running_stats@kernelbench",
+        "K1",
+        MISMATCH,
+        "modules run in training mode, as KernelBench runs them: it rejects this too",
+        problem=BATCH_NORM,
+        **under("kernelbench"),
+    ),
+    S(
+        "k1_batchnorm_batch_stats",
+        "K1",
+        "BatchNorm with batch statistics is the training-mode function: scored (KernelBench too)",
+        problem=BATCH_NORM,
+    ),
+    S(
+        "k1_batchnorm_batch_stats@kernelbench",
+        "K1",
+        "BatchNorm with batch statistics is the training-mode function: scored (KernelBench too)",
+        problem=BATCH_NORM,
+        **under("kernelbench"),
+    ),
+    R(
         "a13_cache_by_shape",
         "A13",
         ("no_custom_kernel", *MISMATCH),
@@ -309,6 +370,13 @@ CATALOGUE: list[Fixture] = [
         ("timeout",),
         "hard deadline, process group killed",
         options={"worker_timeout_s": 20.0},
+    ),
+    R(
+        "f_slow_correct_kernel",
+        "F",
+        ("device_budget_exceeded",),
+        "device budget from the reference's call time, kept by the parent; process group killed",
+        options={"worker_timeout_s": 600.0},  # the default: the budget, not the timeout, stops it
     ),
     R("f_host_oom", "F", ("forward_raised",), "address-space limit in the worker"),
     R(

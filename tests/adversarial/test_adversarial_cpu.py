@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from cuda_agent.core.paths import baselines_dir
+from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import evaluate
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.solutions.loader import load_solution
@@ -164,6 +165,11 @@ def check_verdict(fixture: Fixture, listener: Listener) -> None:
             text=True,
         ).stdout
         assert survivors == ""
+    if fixture.name == "f_slow_correct_kernel":  # the budget stopped it, not the timeout
+        assert "timeout" not in result.flags
+        assert result.details["device_budget_s"] < 120
+        assert fast_options(**fixture.options).worker_timeout_s == 600.0
+        assert EvalOptions().worker_timeout_s == 600.0  # the default timeout was in force
     if fixture.name == "f_compile_log_flood":
         assert result.error is not None and len(result.error.message) < 5000
     if fixture.name == "f_huge_stdout":

@@ -13,12 +13,22 @@ import pytest
 
 from cuda_agent.bench.agreement import (
     FALSE_BUILD_FAILURE,
+    REFERENCE_FAILS,
+    TOLERANCE_TODAY,
     UNCLASSIFIED,
     compare_verdicts,
     kernelbench_comparison,
     our_reason,
+    their_reason,
+    tolerance_reason,
 )
-from cuda_agent.bench.kb_results import TheirVerdict, problem_number, their_verdicts
+from cuda_agent.bench.kb_results import (
+    TheirVerdict,
+    compat_verdict,
+    problem_number,
+    their_verdicts,
+    tolerance_key,
+)
 from cuda_agent.bench.records import AttemptRecord, append_record, chosen_attempts
 from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.core.types import EvalResult, StageError
@@ -202,6 +212,54 @@ def test_compat_jsonl_is_read_by_id(tmp_path: Path) -> None:
     comparison = kernelbench_comparison(path, _records(_run(tmp_path)))
     assert comparison.counts["compared"] == 2
     assert comparison.metrics["overall"]["pass_rate"] == pytest.approx(1 / len(CASES))
+
+
+def test_compat_rows_with_verdicts_at_each_tolerance(tmp_path: Path) -> None:
+    """Recorded rows of the compat suite, new and old: the join at the primary tolerance and
+    at the stricter one, where a disagreement found only there is the tolerance class."""
+    assert [tolerance_key(t) for t in (1e-2, 1e-4, None, "native", 1e-5)] == [
+        "0.01",
+        "0.0001",
+        "native",
+        "native",
+        "1e-05",
+    ]
+    assert tolerance_reason("0.0001") == tolerance_reason("native") == TOLERANCE_TODAY
+    assert tolerance_reason("1e-05") == "tolerance (KernelBench at 1e-05)"
+    at_both = {"tolerance": 0.01, "tolerances": [0.01, 0.0001]}
+    rows = [
+        {"id": "L1_1_Matmul", "compiled": True, "correctness": True, **at_both}
+        | {"correct_at": {"0.01": True, "0.0001": False}, "max_difference_at": {"0.0001": 2e-3}},
+        {"id": "L1_4_Builds", "compiled": True, "correctness": True},  # an older row
+        {"id": "L1_5_Tolerance", "compiled": True, "correctness": False, "kind": "runtime"}
+        | at_both
+        | {"correct_at": {"0.01": False, "0.0001": False}, "implied_at": ["0.0001"]}
+        | {"reference_error": "Model.forward raised RuntimeError: expected target dtype"},
+    ]
+    path = tmp_path / "kernelbench.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    old = compat_verdict(rows[1])
+    assert old.correct_at is None and old.tolerance is None and old.reference_error == ""
+    assert old.correct_at_key("0.0001") is None
+    assert compat_verdict(rows[0]).correct_at_key("0.0001") is False
+
+    comparison = kernelbench_comparison(path, _records(_run(tmp_path)))
+    by_id = {r.problem_id: r for r in comparison.rows}
+    assert comparison.tolerance == "0.01" and [a.key for a in comparison.at] == ["0.0001"]
+    assert by_id["L1_1_Matmul"].outcome == "agree_correct"
+    assert by_id["L1_5_Tolerance"].reason == REFERENCE_FAILS
+    assert by_id["L1_5_Tolerance"].detail.startswith("Model.forward raised RuntimeError")
+    (strict,) = comparison.at
+    at = {r.problem_id: r for r in strict.rows}
+    assert at["L1_1_Matmul"].outcome == "ours_only" and at["L1_1_Matmul"].reason == TOLERANCE_TODAY
+    assert "max difference 0.002" in at["L1_1_Matmul"].detail
+    assert at["L1_4_Builds"].outcome == "missing_theirs"  # no verdict at 1e-4 in an older row
+    assert at["L1_5_Tolerance"].reason == REFERENCE_FAILS  # the same disagreement as at 1e-2
+    assert strict.counts["compared"] == 2 and strict.counts["theirs_correct"] == 0
+    assert strict.counts["reasons"] == {TOLERANCE_TODAY: 1, REFERENCE_FAILS: 1}
+    data = comparison.to_dict()
+    assert data["tolerance"] == "0.01" and data["at"]["0.0001"]["counts"]["disagree"] == 2
+    assert their_reason(TheirVerdict(True, False, "runtime")) == "KernelBench runtime error"
 
 
 def test_bench_report_compare_text_json_html(tmp_path: Path) -> None:

@@ -10,6 +10,15 @@ order, first match wins, and a disagreement that matches none is ``unclassified`
 KernelBench's side recorded it) must never occur; it is counted on agreements too (both
 reject, but we for a build failure that stock torch did not have).
 
+KernelBench's verdicts can come at several tolerances (``correct_at`` of the compat suite's
+rows: one evaluation, the loosest first): the comparison at the primary tolerance is the one
+above; ``KernelBenchComparison.at`` holds the same join at each other tolerance, where a
+disagreement that exists only there (KernelBench accepts at the primary tolerance, rejects at a
+stricter one, and we accept) is named ``tolerance (KernelBench today: 1e-4)`` (or the tolerance
+it was). When KernelBench's own reference model raised on the inputs KernelBench made for it
+(it casts every input tensor to the float precision: integer class targets, boolean masks),
+KernelBench's rejection is named ``KernelBench's reference fails on its own inputs``.
+
 This module only compares verdicts; rendering is the caller's (``bench report --compare``,
 ``benchmarks/compat``).
 """
@@ -33,6 +42,8 @@ from cuda_agent.bench.records import RESULTS_FILE, AttemptRecord, chosen_attempt
 
 UNCLASSIFIED = "unclassified"
 FALSE_BUILD_FAILURE = "false build failure"
+REFERENCE_FAILS = "KernelBench's reference fails on its own inputs"
+TOLERANCE_TODAY = "tolerance (KernelBench today: 1e-4)"
 MAX_DETAIL = 240
 _BUILD_WORDS = re.compile(r"(?i)\bbuild\b|\bbuilt\b|compil(?:e|ation|er) (?:error|failed)|error:")
 
@@ -102,6 +113,7 @@ OUR_REASONS: list[tuple[str, Callable[[_Ours], bool]]] = [
         "harness tampering",
         lambda o: o.prefixed("harness_patched:", "reference_"),
     ),
+    ("device budget exceeded", lambda o: o.has("device_budget_exceeded")),
     ("timeout", lambda o: o.has("timeout")),
     ("crash", lambda o: o.has("crashed")),
     ("forward raised", lambda o: o.has("forward_raised")),
@@ -117,6 +129,13 @@ THEIR_REASONS: dict[str, str] = {
     "crash": "KernelBench process crashed",
     "no_result": "KernelBench gave no result",
 }
+
+
+def tolerance_reason(key: str) -> str:
+    """The class of a disagreement that exists only at the stricter tolerance ``key``."""
+    if key in ("native", "0.0001"):  # KernelBench's fp32 tolerance today
+        return TOLERANCE_TODAY
+    return f"tolerance (KernelBench at {key})"
 
 
 @dataclass
@@ -159,27 +178,49 @@ class Row:
 
 
 def compare_verdicts(
-    chosen: dict[str, AttemptRecord], theirs: dict[str, TheirVerdict]
+    chosen: dict[str, AttemptRecord], theirs: dict[str, TheirVerdict], at: str | None = None
 ) -> tuple[list[Row], dict[str, Any]]:
-    """The joined rows (ordered by level, then id) and their counts."""
+    """The joined rows (ordered by level, then id) and their counts; ``at``: KernelBench's
+    verdicts at that tolerance (``tolerance_key``) instead of its primary ones."""
     rows = [
-        _row(pid, chosen.get(pid), theirs.get(pid))
+        _row(pid, chosen.get(pid), theirs.get(pid), at)
         for pid in sorted(set(chosen) | set(theirs), key=lambda p: _order(p, chosen))
     ]
     return rows, summarise(rows)
 
 
 @dataclass
+class AtTolerance:
+    """The join with KernelBench's verdicts at one more tolerance."""
+
+    key: str
+    rows: list[Row]
+    counts: dict[str, Any]
+
+
+@dataclass
 class KernelBenchComparison:
-    """A KernelBench results file beside a run: rows, counts, and a metrics row (pass rate)."""
+    """A KernelBench results file beside a run: rows, counts, and a metrics row (pass rate);
+    ``tolerance``: the primary tolerance's key where the results name it; ``at``: the same join
+    at each other tolerance the results have verdicts for."""
 
     label: str
     rows: list[Row]
     counts: dict[str, Any]
     metrics: dict[str, Any]
+    tolerance: str | None = None
+    at: list[AtTolerance] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"counts": self.counts, "rows": [r.to_dict() for r in self.rows]}
+        out: dict[str, Any] = {"counts": self.counts, "rows": [r.to_dict() for r in self.rows]}
+        if self.tolerance is not None:
+            out["tolerance"] = self.tolerance
+        if self.at:
+            out["at"] = {
+                a.key: {"counts": a.counts, "rows": [r.to_dict() for r in a.rows if r.reason]}
+                for a in self.at
+            }
+        return out
 
 
 def kernelbench_comparison(
@@ -192,9 +233,26 @@ def kernelbench_comparison(
     n = len(chosen)
     correct = sum(1 for pid in chosen if pid in theirs and theirs[pid].correct)
     overall = {"n": n, "pass_rate": correct / n if n else None}
+    primary, others = _tolerances(theirs.values())
+    at = [AtTolerance(key, *compare_verdicts(chosen, theirs, key)) for key in others]
     return KernelBenchComparison(
-        f"KernelBench ({path.name})", rows, counts, {"overall": overall, "levels": {}}
+        f"KernelBench ({path.name})",
+        rows,
+        counts,
+        {"overall": overall, "levels": {}},
+        primary,
+        at,
     )
+
+
+def _tolerances(verdicts: Any) -> tuple[str | None, list[str]]:
+    """The primary tolerance's key (the most common) and the other keys, in order seen."""
+    primary = Counter(v.tolerance for v in verdicts if v.tolerance is not None).most_common(1)
+    key = primary[0][0] if primary else None
+    others: dict[str, None] = {}
+    for verdict in verdicts:
+        others.update(dict.fromkeys(k for k in verdict.correct_at or {} if k != key))
+    return key, list(others)
 
 
 def is_kernelbench_results(spec: str) -> bool:
@@ -210,15 +268,16 @@ def is_kernelbench_results(spec: str) -> bool:
 def summarise(rows: list[Row]) -> dict[str, Any]:
     outcomes = Counter(r.outcome for r in rows)
     reasons = Counter(r.reason for r in rows if r.disagrees and r.reason)
-    both = [r for r in rows if r.ours is not None and r.theirs is not None]
+    agree = outcomes["agree_correct"] + outcomes["agree_rejected"]
+    disagree = outcomes["ours_only"] + outcomes["theirs_only"]
     return {
         "problems": len(rows),
-        "compared": len(both),
-        "agree": outcomes["agree_correct"] + outcomes["agree_rejected"],
-        "disagree": outcomes["ours_only"] + outcomes["theirs_only"],
+        "compared": agree + disagree,  # a verdict on both sides (at the tolerance compared)
+        "agree": agree,
+        "disagree": disagree,
         "outcomes": {k: outcomes[k] for k in sorted(outcomes)},
-        "ours_correct": sum(1 for r in both if r.ours and r.ours.get("correct")),
-        "theirs_correct": sum(1 for r in both if r.theirs and r.theirs.correct),
+        "ours_correct": outcomes["agree_correct"] + outcomes["ours_only"],
+        "theirs_correct": outcomes["agree_correct"] + outcomes["theirs_only"],
         "reasons": dict(reasons.most_common()),
         "unclassified": reasons[UNCLASSIFIED],
         "false_build_failures": sum(1 for r in rows if r.reason == FALSE_BUILD_FAILURE),
@@ -242,19 +301,26 @@ def our_reason(result: dict[str, Any], theirs: TheirVerdict | None = None) -> st
 
 def their_reason(verdict: TheirVerdict) -> str:
     """The reason class of KernelBench's rejection of a solution we accepted."""
+    if verdict.reference_error:
+        return REFERENCE_FAILS
     return THEIR_REASONS.get(verdict.kind, UNCLASSIFIED)
 
 
-def _row(pid: str, record: AttemptRecord | None, theirs: TheirVerdict | None) -> Row:
+def _row(
+    pid: str, record: AttemptRecord | None, theirs: TheirVerdict | None, at: str | None = None
+) -> Row:
     ours = record.result if record is not None else None
     row = Row(pid, record.level if record is not None else None, "", theirs, ours)
     if record is not None:
         row.our_flags = [str(f) for f in record.result.get("flags") or []]
         row.problem_flags = record.problem_flags
-    if ours is None or theirs is None:
+    theirs_at: bool | None = None  # their verdict at the tolerance compared; None: none there
+    if theirs is not None:
+        theirs_at = theirs.correct if at is None else theirs.correct_at_key(at)
+    if ours is None or theirs is None or theirs_at is None:
         row.outcome = "missing_ours" if ours is None else "missing_theirs"
         return row
-    ours_ok, theirs_ok = bool(ours.get("correct")), theirs.correct
+    ours_ok, theirs_ok = bool(ours.get("correct")), theirs_at
     if ours_ok == theirs_ok:
         row.outcome = "agree_correct" if ours_ok else "agree_rejected"
         if not ours_ok and our_reason(ours, theirs) == FALSE_BUILD_FAILURE:
@@ -263,10 +329,18 @@ def _row(pid: str, record: AttemptRecord | None, theirs: TheirVerdict | None) ->
         row.outcome, row.reason = "theirs_only", our_reason(ours, theirs)
         error = _as_dict(ours.get("error"))
         row.detail = _short(str(error.get("message") or ""))
+    elif at is not None and theirs.correct:  # they reject only at this (stricter) tolerance
+        row.outcome, row.reason = "ours_only", tolerance_reason(at)
+        difference = (theirs.max_difference_at or {}).get(at)
+        diff = f" (max difference {difference:.3g})" if difference else ""
+        row.detail = f"KernelBench accepts at {theirs.tolerance}, rejects at {at}{diff}"
     else:
         row.outcome, row.reason = "ours_only", their_reason(theirs)
         diff = f" (max difference {theirs.max_difference:.3g})" if theirs.max_difference else ""
-        row.detail = _short(theirs.message + diff)
+        message = theirs.message + diff
+        if theirs.reference_error:
+            message = f"{theirs.reference_error} ({theirs.message})"
+        row.detail = _short(message)
     return row
 
 

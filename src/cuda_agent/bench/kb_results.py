@@ -11,7 +11,10 @@ Two formats are read:
 * the JSON lines of ``benchmarks/compat`` (``kernelbench`` step): one object per solution with
   our problem ``id``, ``compiled``, ``correctness``, ``kind``, ``error`` and ``stock_build``
   (whether stock ``load_inline`` built what the solution asked for: KernelBench's
-  ``compiled`` is true for a solution that caught its failed build and ran PyTorch instead).
+  ``compiled`` is true for a solution that caught its failed build and ran PyTorch instead);
+  newer rows also carry ``correct_at`` (the verdict at each tolerance asked for, keyed by
+  ``tolerance_key``; ``correctness`` is the one at the primary tolerance, ``tolerance``) and
+  ``reference_error`` (KernelBench's reference model raised, on the inputs it made for it).
 
 ``their_verdicts`` returns ``{our problem id: TheirVerdict}``; ``kind`` names why KernelBench
 rejected (``build``, ``runtime``, ``shape``, ``mismatch``, ``timeout``, ``crash``, ``no_result``,
@@ -43,6 +46,11 @@ class TheirVerdict:
     max_difference: float | None = None
     stock_build: str | None = None  # ok / failed / none (no build asked); None: not known
     stock_build_error: str = ""
+    # the verdict at each tolerance evaluated (tolerance_key -> correct); None: only the primary
+    correct_at: dict[str, bool] | None = None
+    tolerance: str | None = None  # tolerance_key of the primary verdict, where known
+    max_difference_at: dict[str, float] | None = None  # where a mismatch was measured
+    reference_error: str = ""  # KernelBench's own reference raised (on its inputs)
 
     def label(self) -> str:
         if self.correct:
@@ -51,6 +59,20 @@ class TheirVerdict:
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+    def correct_at_key(self, key: str) -> bool | None:
+        """The verdict at tolerance ``key`` (None: not evaluated there)."""
+        if self.correct_at is None:
+            return self.correct if key == self.tolerance else None
+        return self.correct_at.get(key)
+
+
+def tolerance_key(value: float | str | None) -> str:
+    """How a tolerance names its verdict in ``correct_at``: ``0.01``, ``0.0001``; ``native``
+    (None) for KernelBench's own precision-derived tolerance."""
+    if value is None or value == "native":
+        return "native"
+    return repr(float(value))
 
 
 def problem_number(problem_id: str) -> tuple[int | None, int | None]:
@@ -140,8 +162,11 @@ def kb_sample_verdict(sample: dict[str, Any]) -> TheirVerdict:
 
 
 def compat_verdict(row: dict[str, Any]) -> TheirVerdict:
-    """A row of ``benchmarks/compat``'s KernelBench JSON lines as a verdict."""
+    """A row of ``benchmarks/compat``'s KernelBench JSON lines as a verdict (rows written
+    before ``correct_at`` and ``reference_error`` existed read as before)."""
     correct = bool(row.get("correctness"))
+    raw = row.get("correct_at")
+    correct_at = {str(k): bool(v) for k, v in raw.items()} if isinstance(raw, dict) else None
     return TheirVerdict(
         compiled=bool(row.get("compiled")),
         correct=correct,
@@ -150,7 +175,18 @@ def compat_verdict(row: dict[str, Any]) -> TheirVerdict:
         max_difference=_max_difference(row),
         stock_build=str(row["stock_build"]) if row.get("stock_build") else None,
         stock_build_error=_one_line(str(row.get("stock_build_error") or "")),
+        correct_at=correct_at,
+        max_difference_at=_differences(row.get("max_difference_at")),
+        tolerance=tolerance_key(row.get("tolerance")) if "tolerance" in row else None,
+        reference_error=_one_line(str(row.get("reference_error") or "")),
     )
+
+
+def _differences(raw: Any) -> dict[str, float] | None:
+    if not isinstance(raw, dict):
+        return None
+    numbers = {str(k): _number(v) for k, v in raw.items()}
+    return {k: v for k, v in numbers.items() if v is not None}
 
 
 def _max_difference(meta: dict[str, Any]) -> float | None:

@@ -6,11 +6,18 @@ the run folder) and the wall time. Records are appended as attempts finish, so a
 nothing and a rerun skips what is done. Per problem, the *chosen* attempt is the best correct
 one (highest speed-up vs torch.compile, then vs eager), as the paper reports the best solution.
 A result may carry the problem's task lint (``problem_flags``, see ``evaluator/problem_lint.py``).
+
+``started.jsonl`` beside it gets a line the moment an attempt starts (a job takes its device; an
+agent episode begins): an attempt started but with no record was cut off (the run was killed or
+stopped at a deadline while it ran), and a rerun queues such attempts last (``bench/run.py``).
 """
 
 from __future__ import annotations
 
 import json
+import threading
+import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +26,8 @@ from cuda_agent.core.jsonl import append_line, read_lines
 
 RESULTS_FILE = "results.jsonl"
 RUN_FILE = "run.json"
+STARTED_FILE = "started.jsonl"
+_STARTED_LOCK = threading.Lock()  # pool threads append starts concurrently
 
 
 @dataclass
@@ -60,6 +69,23 @@ def read_records(run_dir: Path) -> list[AttemptRecord]:
         except TypeError:
             continue  # not a record of ours: that attempt is simply run again
     return records
+
+
+def append_started(run_dir: Path, problem_id: str, attempt: int, where: str) -> None:
+    """Record at once that an attempt started (``where``: its device, or ``episode``)."""
+    line = {"problem_id": problem_id, "attempt": attempt, "where": where, "at": time.time()}
+    with _STARTED_LOCK:
+        append_line(run_dir / STARTED_FILE, line)
+
+
+def read_started(run_dir: Path) -> Counter[tuple[str, int]]:
+    """How many times each (problem id, attempt) was started, over every run in the folder."""
+    starts: Counter[tuple[str, int]] = Counter()
+    for row in read_lines(run_dir / STARTED_FILE):
+        problem_id, attempt = row.get("problem_id"), row.get("attempt")
+        if isinstance(problem_id, str) and isinstance(attempt, int):
+            starts[(problem_id, attempt)] += 1
+    return starts
 
 
 def chosen_attempts(records: list[AttemptRecord]) -> dict[str, AttemptRecord]:

@@ -5,11 +5,19 @@ workdir); a problem without one counts as failed. Agent mode: ``attempts`` episo
 each in its own run sub-folder, their evaluations going through the same pool. Every finished
 attempt is appended to ``results.jsonl`` at once; a rerun with the same folder skips finished
 attempts, so an interrupted bench resumes where it stopped.
+
+Every attempt's start is recorded at once (``started.jsonl``: a job that takes its device, an
+episode that begins). On a rerun, attempts never started come first, in problem order, and
+those started before but never finished (the run was killed, or stopped at a deadline, while
+they ran) last, fewest starts first: a job that stalls a run is not run ahead of the rest on
+every resume. ``run.json`` lists them (``requeued_last``).
 """
 
 from __future__ import annotations
 
+import functools
 import time
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -21,7 +29,9 @@ from cuda_agent.agent.models import ChatModel
 from cuda_agent.bench.records import (
     AttemptRecord,
     append_record,
+    append_started,
     read_records,
+    read_started,
     write_run_info,
 )
 from cuda_agent.cluster.pool import EvalJob, EvalPool
@@ -33,6 +43,7 @@ from cuda_agent.rollout import EpisodeConfig, run_episode
 from cuda_agent.solutions.loader import load_solution
 
 Progress = Callable[[AttemptRecord, int, int], None]  # record, finished, total
+Key = tuple[str, int]  # (problem id, attempt)
 
 
 @dataclass
@@ -62,7 +73,10 @@ def run_solutions(
 ) -> list[AttemptRecord]:
     out_dir.mkdir(parents=True, exist_ok=True)
     done = {(r.problem_id, r.attempt) for r in read_records(out_dir)}
-    todo = [p for p in problems if (p.id, 0) not in done]
+    starts = read_started(out_dir)
+    keys = resume_order([(p.id, 0) for p in problems if (p.id, 0) not in done], starts)
+    by_id = {p.id: p for p in problems}
+    todo = [by_id[pid] for pid, _ in keys]
     write_run_info(
         out_dir,
         {
@@ -73,6 +87,7 @@ def run_solutions(
             "devices": pool.devices,
             "jobs_per_device": getattr(pool, "jobs_per_device", 1),
             "policy": options.policy,
+            "requeued_last": requeued(keys, starts),
         },
     )
     records: list[AttemptRecord] = []
@@ -85,7 +100,8 @@ def run_solutions(
             future: Future[EvalResult] = Future()
             future.set_result(_missing(problem, options.backend, path))
         else:
-            future = pool.submit(EvalJob(problem, solution, options))
+            on_start = functools.partial(append_started, out_dir, problem.id, 0)
+            future = pool.submit(EvalJob(problem, solution, options, on_start=on_start))
         futures[future] = (problem, str(path) if path else None, started)
     for future in as_completed(futures):
         problem, source, started = futures[future]
@@ -115,7 +131,11 @@ def run_agent(
 ) -> list[AttemptRecord]:
     out_dir.mkdir(parents=True, exist_ok=True)
     done = {(r.problem_id, r.attempt) for r in read_records(out_dir)}
-    todo = [(p, k) for p in problems for k in range(agent.attempts) if (p.id, k) not in done]
+    starts = read_started(out_dir)
+    keys = [(p.id, k) for p in problems for k in range(agent.attempts) if (p.id, k) not in done]
+    keys = resume_order(keys, starts)
+    by_id = {p.id: p for p in problems}
+    todo = [(by_id[pid], k) for pid, k in keys]
     write_run_info(
         out_dir,
         {
@@ -126,6 +146,7 @@ def run_agent(
             "problems": len(problems),
             "devices": pool.devices,
             "jobs_per_device": getattr(pool, "jobs_per_device", 1),
+            "requeued_last": requeued(keys, starts),
         },
     )
 
@@ -137,6 +158,7 @@ def run_agent(
             import shutil
 
             shutil.rmtree(folder)
+        append_started(out_dir, problem.id, attempt, "episode")
         started = time.monotonic()
         config = EpisodeConfig(
             backend=options.backend, limits=agent.limits, eval_options=options, evaluator=evaluator
@@ -169,6 +191,17 @@ def run_agent(
             if progress:
                 progress(record, len(records), len(todo))
     return records
+
+
+def resume_order(keys: list[Key], started: Counter[Key]) -> list[Key]:
+    """``keys`` never started first (in their order), then those started before and never
+    finished, fewest starts first (then in their order)."""
+    return sorted(keys, key=lambda key: started[key])  # stable: ties keep their order
+
+
+def requeued(keys: list[Key], started: Counter[Key]) -> list[str]:
+    """The attempts queued last because they were started before (``id`` or ``id#attempt``)."""
+    return [pid if k == 0 else f"{pid}#{k}" for pid, k in keys if started[(pid, k)]]
 
 
 def _load(path: Path | None) -> Solution | None:

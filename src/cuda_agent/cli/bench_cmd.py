@@ -67,6 +67,12 @@ def run_command(
     size: str = typer.Option("auto", help="small, standard, or auto (small on cpu)."),
     baselines: str = typer.Option("eager,compile", help="eager,compile | eager"),
     policy: str = typer.Option("strict", help="strict, kernelbench or off."),
+    memory_check: bool = typer.Option(
+        True,
+        "--memory-check/--no-memory-check",
+        help="Run each correct candidate once more under a memory checker (compute-sanitizer "
+        "on cuda, AddressSanitizer on cpu).",
+    ),
     workers: int | None = typer.Option(None, help="Device workers (default: every GPU)."),
     ray: str | None = typer.Option(None, help="Use Ray: 'local' or a cluster address."),
     service: str | None = typer.Option(
@@ -83,6 +89,12 @@ def run_command(
     export_best: Path | None = typer.Option(
         None, "--export-best", help="Then export each problem's best correct solution: one package."
     ),
+    device_budget: str = typer.Option(
+        "auto",
+        "--device-budget",
+        help="How long each candidate may keep its device once verification starts: auto "
+        "(from the reference's call time), off, SECONDS, or xFACTOR (auto scaled).",
+    ),
     jobs_per_gpu: int = typer.Option(
         1,
         "--jobs-per-gpu",
@@ -96,6 +108,8 @@ def run_command(
     if service is not None:
         if ray or workers or jobs_per_gpu > 1:
             raise ConfigError("--service evaluates on the service's pool: no --ray/--workers")
+        if device_budget != "auto":
+            raise ConfigError("--service: the service sets the device budget, not --device-budget")
         from cuda_agent.service.remote_pool import ServicePool
 
         remote = ServicePool(service)
@@ -112,6 +126,8 @@ def run_command(
         keep_spare_worker=True,
         spare_depth=spare_workers,
         shapes=export_best is not None and solutions is not None,  # agent mode: after the run
+        device_budget=device_budget,
+        memory_check=memory_check,
     ).validate()
     if (solutions is None) == (not model):
         raise CudaAgentError("give either --solutions DIR or --model/--base-url (agent mode)")

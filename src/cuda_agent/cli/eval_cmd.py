@@ -48,6 +48,12 @@ def eval_command(
         False, "--refresh-baselines", help="Measure torch.compile again, ignoring the cache."
     ),
     timeout: float = typer.Option(600.0, help="Hard limit in seconds for the candidate."),
+    device_budget: str = typer.Option(
+        "auto",
+        "--device-budget",
+        help="How long the candidate may keep the device once verification starts: auto "
+        "(from the reference's call time), off, SECONDS, or xFACTOR (auto scaled).",
+    ),
     shapes: bool = typer.Option(
         False,
         "--shapes",
@@ -58,6 +64,12 @@ def eval_command(
     ),
     language: str | None = typer.Option(
         None, help="Require the solution's kernel language: cuda or triton."
+    ),
+    memory_check: bool = typer.Option(
+        True,
+        "--memory-check/--no-memory-check",
+        help="Run a correct candidate once more under a memory checker (compute-sanitizer "
+        "memcheck on cuda, AddressSanitizer on cpu); an invalid access rejects it.",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print exactly one JSON object."),
     service: str = typer.Option(
@@ -81,9 +93,11 @@ def eval_command(
         profile=profile,
         use_baseline_cache=not refresh_baselines,
         worker_timeout_s=timeout,
+        device_budget=device_budget,
         shapes=shapes,
         reward_shapes=reward_shapes,
         language=language,
+        memory_check=memory_check,
     )
     if service.startswith(("http://", "https://")) and not no_service:
         result = run_remote_eval(problem, solution, backend, size, options, service, as_json)

@@ -34,6 +34,13 @@ def render_result(console: Console, result: EvalResult) -> None:
         "compile", f"{fmt_us(result.compile_us)}  (speed-up {fmt_x(result.speedup_compile)})"
     )
     table.add_row("reward", f"[bold]{result.reward:g}[/]")
+    semantics = [f"policy {result.details.get('policy', '?')}"]
+    if result.details.get("module_mode"):
+        semantics.append(f"modules in {result.details['module_mode']} mode")
+    table.add_row("rules", ", ".join(semantics))
+    memory = result.details.get("memory_check")
+    if memory:
+        table.add_row("memory", _memory_text(memory))
     if result.flags:
         table.add_row("flags", ", ".join(result.flags))
     for warning in result.warnings:
@@ -60,6 +67,17 @@ def render_result(console: Console, result: EvalResult) -> None:
                 expand=False,
             )
         )
+
+
+def _memory_text(check: dict[str, object]) -> str:
+    """One line on the memory check (``details.memory_check``)."""
+    if check.get("incomplete"):
+        return f"not checked: {check['incomplete']}"
+    if check.get("errors"):
+        return f"[red]{check['errors']} invalid access(es)[/] ({check.get('tool')})"
+    if check.get("output_ok") is False:
+        return f"[red]reads uninitialised memory[/] ({check.get('tool')})"
+    return f"clean ({check.get('tool')}, {check.get('seconds', 0):.1f} s)"
 
 
 def render_profile(console: Console, result: EvalResult) -> None:

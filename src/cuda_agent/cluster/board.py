@@ -2,8 +2,10 @@
 
 Pools record each job's phase as it moves (``queued``, ``build``, ``device-wait``, the
 worker's stages ``load`` / ``verify`` / ``time`` / ``profile``, ``baseline``); a reporter reads
-``snapshot()`` to say how many jobs are in each phase and which have been running longest, so a
-run that stalls says where. Thread-safe; knows nothing about how jobs run.
+``snapshot()`` to say how many jobs are in each phase, which job holds each device and in
+which phase (``assign``: the pool names the device, ``GPU 0``, when a job takes it), and which
+other jobs have been running longest, so a run that stalls says where. A device that held a job
+once is listed from then on (``idle`` when free). Thread-safe; knows nothing about how jobs run.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 
 @dataclass(frozen=True)
@@ -20,13 +22,15 @@ class JobState:
     phase: str
     since: float  # monotonic time the job entered this phase
     started: float  # monotonic time the job was submitted
+    device: str = ""  # the device the job holds now ("": none)
 
 
 @dataclass(frozen=True)
 class Snapshot:
     done: int
     phases: dict[str, int]  # phase -> jobs in it (queued included)
-    oldest: list[JobState]  # running jobs, longest in their phase first
+    oldest: list[JobState]  # running jobs on no device, longest in their phase first
+    devices: dict[str, list[JobState]] = field(default_factory=dict)  # device -> its jobs
 
     def running(self) -> int:
         return sum(n for phase, n in self.phases.items() if phase != "queued")
@@ -38,6 +42,7 @@ class JobBoard:
         self._jobs: dict[int, JobState] = {}
         self._ids = itertools.count()
         self._done = 0
+        self._devices: set[str] = set()
 
     def add(self, key: str) -> int:
         now = time.monotonic()
@@ -50,7 +55,16 @@ class JobBoard:
         with self._lock:
             state = self._jobs.get(ident)
             if state is not None and state.phase != phase:
-                self._jobs[ident] = JobState(state.key, phase, time.monotonic(), state.started)
+                self._jobs[ident] = replace(state, phase=phase, since=time.monotonic())
+
+    def assign(self, ident: int, device: str) -> None:
+        """The job now holds ``device`` (a label such as ``GPU 0``); "" when it gives it back."""
+        with self._lock:
+            state = self._jobs.get(ident)
+            if state is not None:
+                self._jobs[ident] = replace(state, device=device)
+            if device:
+                self._devices.add(device)
 
     def finish(self, ident: int) -> None:
         with self._lock:
@@ -61,21 +75,30 @@ class JobBoard:
         with self._lock:
             states = list(self._jobs.values())
             done = self._done
+            devices: dict[str, list[JobState]] = {d: [] for d in sorted(self._devices)}
         phases: dict[str, int] = {}
         for state in states:
             phases[state.phase] = phases.get(state.phase, 0) + 1
-        running = sorted((s for s in states if s.phase != "queued"), key=lambda s: s.since)
-        return Snapshot(done, dict(sorted(phases.items())), running[:oldest])
+        by_age = sorted(states, key=lambda s: s.since)
+        for state in by_age:
+            if state.device:
+                devices.setdefault(state.device, []).append(state)
+        running = [s for s in by_age if s.phase != "queued" and not s.device]
+        return Snapshot(done, dict(sorted(phases.items())), running[:oldest], devices)
 
 
 def describe(snapshot: Snapshot, now: float | None = None) -> str:
-    """``done 12 | running 4 (build 1, verify 2, time 1) | queued 30 | oldest: L1_5 verify 41 s``"""
+    """``done 12 | running 4 (build 1, verify 2, time 1) | queued 30 | GPU 0: L1_5 verify 41 s
+    | GPU 1: idle | longest: L1_9 build 12 s``"""
     now = time.monotonic() if now is None else now
     queued = snapshot.phases.get("queued", 0)
     busy = ", ".join(f"{p} {n}" for p, n in snapshot.phases.items() if p != "queued")
     text = f"done {snapshot.done} | running {snapshot.running()}"
     text += f" ({busy})" if busy else ""
     text += f" | queued {queued}"
+    for device, jobs in snapshot.devices.items():
+        held = ", ".join(f"{s.key} {s.phase} {now - s.since:.0f} s" for s in jobs)
+        text += f" | {device}: {held or 'idle'}"
     if snapshot.oldest:
         ages = ", ".join(f"{s.key} {s.phase} {now - s.since:.0f} s" for s in snapshot.oldest)
         text += f" | longest: {ages}"

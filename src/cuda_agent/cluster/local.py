@@ -8,7 +8,8 @@ under the lock, run-time compiles outside it). Spare workers keep a warm process
 device. ``submit`` blocks once ``max_pending`` jobs are queued (back-pressure).
 On the cpu backend the "devices" are evaluation slots (default one: timings on a shared CPU
 would disturb each other). Raw worker tasks (``submit_worker``) take ``worker_slots`` per
-device; they serialise their own timing with the device lock.
+device; they serialise their own timing with the device lock. The job board says which job holds
+which device (``GPU 0``, ``cpu0``); a job's ``on_start`` is called when it takes its device.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from cuda_agent.cluster.pool import (
 from cuda_agent.core.locks import device_lock_path
 from cuda_agent.core.paths import ensure_dir
 from cuda_agent.core.types import EvalResult
+from cuda_agent.evaluator.device_budget import scaled_text
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import execute, prepare
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
@@ -116,9 +118,11 @@ class LocalPool(EvalPool):
         self.board.move(ident, "device-wait")
         device = self._task_slots.get()
         self.board.move(ident, request.mode)
+        self.board.assign(ident, self._label(device))
         try:
             return run_worker_task(request, timeout_s, self._env(device))
         finally:
+            self.board.assign(ident, "")
             self._task_slots.put(device)
 
     def _run(self, job: EvalJob, ident: int) -> EvalResult:
@@ -142,10 +146,12 @@ class LocalPool(EvalPool):
                 with self._lock:
                     self._running[device] += 1
                     self.busy[device] = max(self.busy[device], self._running[device])
+                self._took(ident, job, device)
                 result = execute(prepared, moved, self._env(device), self._turns_file(device))
                 result.details["pool_device"] = device
                 return result
             finally:
+                self.board.assign(ident, "")
                 with self._lock:
                     self._running[device] -= 1
                 self.ledger.held(device, got, time.monotonic())
@@ -153,10 +159,24 @@ class LocalPool(EvalPool):
 
         return with_retries(attempt, job.problem.id, self.backend, self.retries)
 
+    def _took(self, ident: int, job: EvalJob, device: str) -> None:
+        """The job holds ``device`` now: on the board, and to its ``on_start``."""
+        label = self._label(device)
+        self.board.assign(ident, label)
+        self.board.move(ident, "start")
+        if job.on_start is not None:
+            job.on_start(label)
+
+    def _label(self, device: str) -> str:
+        """``GPU 0`` on the cuda backend, the slot's name (``cpu0``) on the cpu backend."""
+        return f"GPU {device}" if self.backend == "cuda" else device
+
     def _shared_deadlines(self, options: EvalOptions) -> EvalOptions:
         """A worker sharing its GPU may wait for the others' turns (each up to its own
         deadline) before and during its own: its deadlines grow by that factor, so waiting
-        never times a job out. What is measured is unchanged."""
+        never times a job out. The device budget is armed only once the worker holds its turn
+        (at ``verify``), but a turn given up for a run-time compile inside ``forward`` is
+        waited for again: it grows by the same factor. What is measured is unchanged."""
         if self.jobs_per_device == 1:
             return options
         factor = self.jobs_per_device
@@ -164,6 +184,8 @@ class LocalPool(EvalPool):
             options,
             worker_timeout_s=options.worker_timeout_s * factor,
             baseline_timeout_s=options.baseline_timeout_s * factor,
+            memory_check_timeout_s=options.memory_check_timeout_s * factor,
+            device_budget=scaled_text(options.device_budget, factor),
         )
 
     def _turns_file(self, device: str) -> str:

@@ -40,6 +40,10 @@ class EvalJob:
     problem: Problem
     solution: Solution
     options: EvalOptions
+    # called with the device's label when the job takes its device, before any device work
+    # (``bench run`` records it: bench/run.py); pools that cannot tell never call it, and it
+    # is never sent to another process
+    on_start: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass

@@ -17,11 +17,16 @@ a dead actor leaves behind (they run in sessions of their own) are killed by its
 (``orphans``) at once, so they cannot finish their job beside the retry or hang on.
 A candidate's failure is a verdict and never retried.
 
+Jobs are on the pool's board (``build``, ``device-wait``, then ``device`` on ``actor<i>``:
+the stages inside the actor are not reported back); a job's ``on_start`` is called in this
+process when it takes an actor, and is never sent to one.
+
 ``ray`` is imported only here, and only when used. Every node needs this package installed.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import queue
@@ -159,9 +164,14 @@ class RayPool(EvalPool):
 
     def submit(self, job: EvalJob) -> Future[EvalResult]:
         self._pending.acquire()
-        future = self._executor.submit(self._run, job)
-        future.add_done_callback(lambda _: self._pending.release())
+        ident = self.board.add(job.problem.id)
+        future = self._executor.submit(self._run, job, ident)
+        future.add_done_callback(lambda _: self._release(ident))
         return future
+
+    def _release(self, ident: int) -> None:
+        self.board.finish(ident)
+        self._pending.release()
 
     def submit_worker(self, request: WorkerRequest, timeout_s: float) -> Future[WorkerTaskResult]:
         self._pending.acquire()
@@ -241,19 +251,22 @@ class RayPool(EvalPool):
                 self._task_slots.put(index)
         raise AssertionError("unreachable")
 
-    def _run(self, job: EvalJob) -> EvalResult:
+    def _run(self, job: EvalJob, ident: int) -> EvalResult:
         built: list[tuple[Any, dict[str, bytes]]] = []
         tries = 0
+        remote_job = dataclasses.replace(job, on_start=None)  # the callback stays here
 
         def attempt() -> EvalResult:
             nonlocal tries
             if not built:  # built once: a retry after an actor died does not build again
-                built.append(self._ray.get(self._prepare.remote(job)))
+                self.board.move(ident, "build")
+                built.append(self._ray.get(self._prepare.remote(remote_job)))
             prepared, files = built[0]
             if prepared.error is not None:  # failed before the device stage: finish here
                 from cuda_agent.evaluator.pipeline import execute
 
                 return execute(prepared)
+            self.board.move(ident, "device-wait")
             waited = time.monotonic()
             index = self._free.get()
             got = time.monotonic()
@@ -262,12 +275,14 @@ class RayPool(EvalPool):
             with self._lock:
                 self._busy.add(index)
             try:
+                self._took(ident, job, index)
                 return self._call(
                     index,
                     lambda actor: self._ray.get(actor.execute.remote(prepared, files)),
                     job.problem.id,
                 )
             finally:
+                self.board.assign(ident, "")
                 with self._lock:
                     self._busy.discard(index)
                 self.ledger.held(f"actor{index}", got, time.monotonic())
@@ -276,3 +291,11 @@ class RayPool(EvalPool):
         result = with_retries(attempt, job.problem.id, self.backend, self.retries)
         result.details["pool_attempts"] = tries
         return result
+
+    def _took(self, ident: int, job: EvalJob, index: int) -> None:
+        """The job holds actor ``index`` now: on the board, and to its ``on_start``."""
+        label = f"actor{index}"
+        self.board.assign(ident, label)
+        self.board.move(ident, "device")
+        if job.on_start is not None:
+            job.on_start(label)

@@ -27,7 +27,7 @@ from cuda_agent.evaluator.worker_process import run_worker, worker_env
 
 log = logging.getLogger(__name__)
 
-CACHE_VERSION = "1"
+CACHE_VERSION = "2"  # 2: modules run in the mode their constructor left (training)
 SIGNATURE_KEY = "hmac"
 
 

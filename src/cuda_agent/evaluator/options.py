@@ -2,8 +2,8 @@
 
 ``EvalOptions`` is the worker's ``EvalSettings`` (what the parent and the worker share, carried
 into every request) plus what only the parent uses: baselines, seed, reward, deadlines, caches,
-spare workers, isolation and the shapes check. The command line builds one and validates it
-before it loads anything.
+spare workers, isolation, the shapes check and the device budget (``device_budget.py``). The
+command line builds one and validates it before it loads anything.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from cuda_agent.core.errors import ConfigError
 from cuda_agent.core.types import BASELINES
+from cuda_agent.evaluator.device_budget import BudgetRule
 from cuda_agent.evaluator.worker.protocol import EvalSettings
 from cuda_agent.solutions.language import REQUIRABLE
 
@@ -34,6 +35,11 @@ class EvalOptions(EvalSettings):
     shapes: bool = False  # verify a correct candidate again at other sizes (evaluator/shapes.py)
     reward_shapes: bool = False  # a failed shape makes the reward -1 (implies shapes)
     language: str | None = None  # require the solution's kernel language: cuda or triton
+    # how long a candidate may keep its device once verification starts: auto (from the
+    # reference's call time), off, SECONDS or xFACTOR (evaluator/device_budget.py)
+    device_budget: str = "auto"
+    memory_check: bool = True  # a correct candidate runs once more under a memory checker
+    memory_check_timeout_s: float = 240.0
 
     def validate(self) -> EvalOptions:
         self.validate_settings()
@@ -53,8 +59,11 @@ class EvalOptions(EvalSettings):
             raise ConfigError(
                 f"unknown language {self.language!r} (choose from {', '.join(REQUIRABLE)})"
             )
+        if not self.memory_check_timeout_s > 0:
+            raise ConfigError("the memory check's time limit must be > 0 seconds")
         if not 1 <= self.spare_depth <= 16:
             raise ConfigError("spare workers per device must be between 1 and 16")
+        BudgetRule.parse(self.device_budget)
         self.timing.enabled = "eager" in self.baselines
         self.shapes = self.shapes or self.reward_shapes
         return self

@@ -1,6 +1,8 @@
-"""The evaluation pipeline: static -> build -> verify + time (worker) -> baselines -> reward.
+"""The evaluation pipeline: static -> build -> verify + time (worker) -> memory check ->
+baselines -> reward.
 
-With ``shapes``, a correct candidate is also verified at other sizes (``shapes.py``).
+A correct candidate runs once more under a memory checker (``memory_check.py``); with
+``shapes``, it is also verified at other sizes (``shapes.py``).
 
 ``evaluate(problem, solution, options)`` always returns an ``EvalResult``; a candidate's failure
 at any stage is a verdict (``error.stage`` says where), never an exception. Builds run in this
@@ -11,6 +13,7 @@ snapshot of the solution, with a hard timeout. The same path serves the cpu and 
 from __future__ import annotations
 
 import ast
+import functools
 import secrets
 import shutil
 import time
@@ -26,6 +29,8 @@ from cuda_agent.evaluator.builder.builder import BuildResult, build_extension
 from cuda_agent.evaluator.builder.inline import inline_spec, workdir_spec
 from cuda_agent.evaluator.builder.spec import ExtensionSpec, FlagError
 from cuda_agent.evaluator.compile_baseline import compile_baseline
+from cuda_agent.evaluator.device_budget import BudgetRule
+from cuda_agent.evaluator.memory_check import NOTE_INCOMPLETE, check_memory
 from cuda_agent.evaluator.ncu_profile import ncu_metrics
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.requests import worker_request
@@ -168,6 +173,11 @@ def execute(
         record = EvaluationRecord.from_dict(outcome.record) if outcome.record else None
         error = _absorb_worker(result, outcome, record)
         problem_lint.attach(result, prepared.problem, opts, record)
+        if error is None and opts.memory_check and result.correct:
+            started = time.monotonic()
+            notify("memory", "memory check")
+            error = _memory_verdict(prepared, result, scratch / "memory", env, device_lock)
+            stage_times["memory"] = round(time.monotonic() - started, 3)
         if error is None and "compile" in opts.baselines and result.correct:
             started = time.monotonic()
             notify("baseline", "torch.compile baseline")
@@ -255,6 +265,44 @@ def _may_catch(solution: Solution) -> bool:
     return False
 
 
+def _memory_verdict(
+    prepared: Prepared, result: EvalResult, scratch: Path, env: dict[str, str], device_lock: str
+) -> StageError | None:
+    """The memory check's finding as a failing verdict (stage ``memory``), or None; a check
+    that gave no answer is a note."""
+    check = check_memory(
+        prepared.problem,
+        prepared.solution,
+        prepared.opts,
+        prepared.seed,
+        scratch,
+        env,
+        device_lock,
+        result.language,
+        _prebuilt_module(prepared.solution, prepared.builds),
+    )
+    result.details["memory_check"] = check.to_dict()
+    if check.incomplete is not None:
+        notes = result.details.setdefault("notes", [])
+        if NOTE_INCOMPLETE not in notes:
+            notes.append(NOTE_INCOMPLETE)
+        result.warnings.append(f"{NOTE_INCOMPLETE}: {check.incomplete}")
+        return None
+    flag = check.flag
+    if flag is None:
+        return None
+    result.correct = False
+    result.flags.append(flag)
+    return StageError("memory", check.message())
+
+
+def _prebuilt_module(solution: Solution, builds: list[BuildResult]) -> str | None:
+    """The workdir's extension, built before the worker (single files build in it)."""
+    if solution.kind is SolutionKind.WORKDIR and builds and builds[0].module_path:
+        return str(builds[0].module_path)
+    return None
+
+
 def _run_candidate(
     problem: Problem,
     solution: Solution,
@@ -268,9 +316,7 @@ def _run_candidate(
     device_lock: str = "",
     language: str | None = None,
 ) -> WorkerOutcome:
-    prebuilt = None
-    if solution.kind is SolutionKind.WORKDIR and builds and builds[0].module_path:
-        prebuilt = str(builds[0].module_path)
+    prebuilt = _prebuilt_module(solution, builds)
     request = worker_request(
         "evaluate",
         opts,
@@ -302,6 +348,7 @@ def _run_candidate(
         files=solution.files,
         sandboxed=opts.sandbox,
         allow_unsandboxed=opts.allow_unsandboxed,
+        budget=functools.partial(BudgetRule.parse(opts.device_budget).seconds, settings=opts),
     )
     if opts.profile and opts.backend == "cuda" and outcome.record and outcome.record["correct"]:
         notify("profile", "Nsight Compute metrics")
@@ -333,6 +380,7 @@ RECORD_DETAILS = (
     "worker_phases_s",
     "device_turns_given_up",
     "precision",
+    "module_mode",
     "notes",
     "weight_probe",
 )
@@ -349,11 +397,17 @@ def _absorb_worker(
         "source": outcome.source,
         "ready_after_s": outcome.ready_after_s,
     }
+    if outcome.device_budget_s is not None:
+        result.details["device_budget_s"] = outcome.device_budget_s
+        result.details["reference_call_s"] = outcome.reference_call_s
     if record is None:
         stage = outcome.last_stage or "load"
         tail = _last_lines(outcome.stderr_tail, 6)
         message = f"the evaluation process {outcome.death_reason()} during {stage}"
-        if outcome.timed_out:
+        if outcome.over_budget:
+            message = _over_budget_message(outcome, stage)
+            result.flags.append("device_budget_exceeded")
+        elif outcome.timed_out:
             message += f" (limit {outcome.seconds:.0f} s)"
             result.flags.append("timeout")
         else:
@@ -381,6 +435,19 @@ def _absorb_worker(
             result.details["candidate_stderr_tail"] = _last_lines(outcome.stderr_tail, 20)
         return StageError(stage, record.error.get("message", ""))
     return None
+
+
+def _over_budget_message(outcome: WorkerOutcome, stage: str) -> str:
+    """Why a worker stopped by its device budget was stopped: the budget, the reference's call
+    time it was derived from, and the stage the candidate was in."""
+    call = outcome.reference_call_s
+    basis = (
+        f"the reference's call takes {1000 * call:.3g} ms" if call is not None else "a fixed budget"
+    )
+    return (
+        f"the candidate held the device past its budget of {outcome.device_budget_s:.4g} s "
+        f"({basis}; see docs/evaluation.md, Device budget) and was stopped during {stage}"
+    )
 
 
 def _add_compile_baseline(

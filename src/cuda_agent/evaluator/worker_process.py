@@ -3,7 +3,11 @@
 The worker gets a fresh session (process group), a hard deadline (the whole group is killed
 when it passes), its stdout/stderr sent to files, and a private pipe for JSON lines. Only a line
 with the request's nonce and type ``result`` counts; a worker that dies or hangs yields ``record
-is None`` with the reason (signal, timeout) and the tail of its stderr. A sandboxed worker runs
+is None`` with the reason (signal, timeout) and the tail of its stderr. With a device budget
+(``evaluator/device_budget.py``), the deadline is shortened once, when the worker reports the
+stage ``verify``, to now + the budget for the reference's call time the worker reported before
+any candidate code ran (its first ``reference`` line; later ones are ignored); the outcome says
+whether the budget's end, not the timeout's, stopped it. A sandboxed worker runs
 under the strongest isolation available (``workspace/sandbox.py``); the outcome names it.
 Workers are started without ``preexec_fn`` (the child confines itself), so starting one from
 a thread of a busy process cannot deadlock. Where the worker confines itself (``confine``
@@ -52,6 +56,7 @@ from cuda_agent.workspace.sandbox import Sandbox, SandboxPolicy
 TAIL_BYTES = 4000
 EXIT_GRACE_S = 5.0
 TEMPLATE_ENV = "CUDA_AGENT_WORKER_TEMPLATE"  # "0": start every worker as its own process
+Budget = Callable[[float | None], float | None]  # reference call s -> budget s (None: none)
 
 
 @dataclass
@@ -69,6 +74,12 @@ class WorkerOutcome:
     # it had finished its warm start (0.0: it had already; None: it never said)
     source: str = "fresh"
     ready_after_s: float | None = None
+    # the device budget: the reference's call time the worker reported (before any candidate
+    # code ran), the budget armed at ``verify`` (None: none armed), and whether its end (not
+    # the timeout's) stopped the worker
+    reference_call_s: float | None = None
+    device_budget_s: float | None = None
+    over_budget: bool = False
 
     def death_reason(self) -> str:
         if self.timed_out:
@@ -118,12 +129,15 @@ def spawn_worker(
     prefix: list[str] | None = None,
     sandboxed: bool = False,
     allow_unsandboxed: bool = False,
+    address_space_limit: bool = True,
 ) -> WorkerHandle:
     """Start a worker that imports torch (and, for cuda, creates its context) right away.
 
     ``sandboxed``: under the strongest isolation available (``worker_sandbox``): only
     ``folder`` writable, no network, the shared build cache read-only; raises
     ``IsolationUnavailable`` when there is none and ``allow_unsandboxed`` is False.
+    ``address_space_limit=False`` lifts the cpu worker's address-space limit (AddressSanitizer
+    reserves terabytes of shadow address space; it bounds its heap itself).
     """
     folder.mkdir(parents=True, exist_ok=True)
     if not prefix and os.environ.get(TEMPLATE_ENV, "1") != "0":
@@ -150,7 +164,9 @@ def spawn_worker(
         sandbox = None
         if sandboxed:
             try:
-                sandbox = worker_sandbox(backend, env, folder, allow_unsandboxed)
+                sandbox = worker_sandbox(
+                    backend, env, folder, allow_unsandboxed, address_space_limit
+                )
                 proc = sandbox.popen(argv, **common)
             except BaseException:
                 os.close(read_fd)
@@ -234,7 +250,11 @@ def kill_workers_on_termination() -> None:
 
 
 def worker_sandbox(
-    backend: str, env: dict[str, str], folder: Path, allow_unsandboxed: bool = False
+    backend: str,
+    env: dict[str, str],
+    folder: Path,
+    allow_unsandboxed: bool = False,
+    address_space_limit: bool = True,
 ) -> Sandbox:
     """The evaluation worker's sandbox: candidate code can write only its own folder (as a
     dedicated user when the harness runs as root), cannot read the harness's secret and has
@@ -255,7 +275,7 @@ def worker_sandbox(
         tmpdir=private / "tmp",
         network=False,
         cpu_seconds=4 * 3600,
-        address_space_bytes=None if backend == "cuda" else 64 << 30,
+        address_space_bytes=None if backend == "cuda" or not address_space_limit else 64 << 30,
         file_size_bytes=4 << 30,
         open_files=8192,
         bind_ro=(builds_dir(), ensure_dir(locks_dir())),
@@ -415,11 +435,15 @@ def run_worker(
     files: dict[str, str] | None = None,
     sandboxed: bool = False,
     allow_unsandboxed: bool = False,
+    budget: Budget | None = None,
+    address_space_limit: bool = True,
 ) -> WorkerOutcome:
     """Send ``request`` to a fresh worker (a spare one if given) and collect its record.
 
     ``files`` (relative path -> text) are written to the worker's own folder first and become
     the request's ``solution_root``: the only place a sandboxed worker can write.
+    ``budget(reference_call_s)``: the device budget in seconds (None: none), asked when the
+    worker reports ``verify`` (see the module docstring).
     """
     env = env or worker_env()
     if spares is not None and not prefix:
@@ -428,7 +452,13 @@ def run_worker(
         )
     else:
         handle = spawn_worker(
-            request.settings.backend, env, scratch, prefix, sandboxed, allow_unsandboxed
+            request.settings.backend,
+            env,
+            scratch,
+            prefix,
+            sandboxed,
+            allow_unsandboxed,
+            address_space_limit,
         )
     if files is not None:
         root = handle.folder / "solution"
@@ -454,7 +484,8 @@ def run_worker(
         with contextlib.suppress(BrokenPipeError):
             proc.stdin.write((request.to_json() + "\n").encode("utf-8"))
             proc.stdin.close()
-        _read_records(handle.read_fd, request.nonce, start, start + timeout_s, outcome, on_event)
+        deadline = Deadline(start + timeout_s, budget)
+        _read_records(handle.read_fd, request.nonce, start, deadline, outcome, on_event)
     finally:
         os.close(handle.read_fd)
         if outcome.timed_out:
@@ -495,19 +526,62 @@ def _env_key(backend: str, env: dict[str, str], sandboxed: bool) -> str:
     return f"{backend}\0{sandboxed}\0{items}"
 
 
+@dataclass
+class Deadline:
+    """A worker's deadline: the timeout's, shortened once (at ``verify``) by the budget."""
+
+    timeout_at: float
+    budget: Budget | None = None
+    budget_at: float | None = None
+    reference_seen: bool = False
+    armed: bool = False
+
+    @property
+    def at(self) -> float:
+        return self.timeout_at if self.budget_at is None else min(self.timeout_at, self.budget_at)
+
+    @property
+    def budget_ends_first(self) -> bool:
+        return self.budget_at is not None and self.budget_at < self.timeout_at
+
+    def reference(self, message: dict[str, Any], outcome: WorkerOutcome) -> None:
+        """The first ``reference`` line only: it comes before any candidate code runs."""
+        if not self.reference_seen:
+            self.reference_seen = True
+            outcome.reference_call_s = _seconds(message.get("call_s"))
+
+    def arm(self, outcome: WorkerOutcome) -> None:
+        """At the first ``verify``: the deadline becomes now + budget, if that is sooner."""
+        if self.armed or self.budget is None:
+            return
+        self.armed = True
+        seconds = self.budget(outcome.reference_call_s)
+        if seconds is not None:
+            outcome.device_budget_s = seconds
+            self.budget_at = time.monotonic() + seconds
+
+
+def _seconds(value: Any) -> float | None:
+    """A non-negative finite number of seconds, or None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if 0 <= value < float("inf") else None
+
+
 def _read_records(
     fd: int,
     nonce: str,
     start: float,
-    deadline: float,
+    deadline: Deadline,
     outcome: WorkerOutcome,
     on_event: Callable[[dict[str, Any]], None] | None,
 ) -> None:
     buffer = b""
     while True:
-        remaining = deadline - time.monotonic()
+        remaining = deadline.at - time.monotonic()
         if remaining <= 0:
             outcome.timed_out = True
+            outcome.over_budget = deadline.budget_ends_first
             return
         ready, _, _ = select.select([fd], [], [], min(remaining, 1.0))
         if not ready:
@@ -531,8 +605,13 @@ def _read_records(
                 if outcome.record is None:
                     outcome.record = message
                 return
+            if message.get("type") == "reference":
+                deadline.reference(message, outcome)
+                continue
             if message.get("type") == "stage":
                 outcome.last_stage = str(message.get("stage", ""))
+                if outcome.last_stage == "verify":
+                    deadline.arm(outcome)
             outcome.events.append(message)
             if on_event is not None:
                 on_event(message)

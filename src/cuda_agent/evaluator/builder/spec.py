@@ -9,7 +9,7 @@ otherwise reach outside the build is refused with a one-line reason.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cuda_agent.core.hashing import files_hash
 
@@ -79,6 +79,20 @@ class ExtensionSpec:
 
     def content_hash(self) -> str:
         return files_hash((f.name, f.text) for f in self.files)
+
+
+ADDRESS_SANITIZER_CFLAGS = ("-fsanitize=address", "-fno-omit-frame-pointer")
+
+
+def with_address_sanitizer(spec: ExtensionSpec) -> ExtensionSpec:
+    """The same extension instrumented by AddressSanitizer (the cpu backend's memory check).
+    These are the harness's flags, not the candidate's, so they skip the allowlist; the
+    other flags make it a build (and a cache entry) of its own."""
+    return replace(
+        spec,
+        cflags=(*spec.cflags, *ADDRESS_SANITIZER_CFLAGS),
+        ldflags=(*spec.ldflags, "-fsanitize=address"),
+    )
 
 
 _CXX_ALLOWED = re.compile(

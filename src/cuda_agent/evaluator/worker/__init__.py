@@ -18,6 +18,7 @@ compile_baseline   ``compile_baseline.py``                ``evaluator/compile_ba
 ncu_profile        ``ncu_profile.py``                     ``evaluator/ncu_profile.py``
 shape_plan         ``shape_plan.py``                      ``evaluator/shapes.py``
 synth_check        ``synth_check.py``                     ``synth/run.py``
+memory_check       ``memory_check.py``                    ``evaluator/memory_check.py``
 =================  =====================================  =====================================
 
 ``protocol.py`` holds the request, the settings it shares with the parent and the record an

@@ -25,6 +25,8 @@ import torch
 from cuda_agent.evaluator.worker.construct import build_on_device
 from cuda_agent.evaluator.worker.device import Device
 from cuda_agent.evaluator.worker.modules import describe_exception, module_from_source
+from cuda_agent.evaluator.worker.protocol import WorkerRequest
+from cuda_agent.evaluator.worker.reference import Reference
 from cuda_agent.evaluator.worker.shim import BuildShim, diagnostics_of
 from cuda_agent.evaluator.worker.weights import Transfer, WeightsMismatch, transfer
 
@@ -135,9 +137,32 @@ def instantiate(
             "load", f"ModelNew's parameters must match Model's (strict load_state_dict): {err}"
         ) from None
     try:
-        return Instance(model.to(device.torch_device).eval(), moved, built_on_host)
+        return Instance(model.to(device.torch_device), moved, built_on_host)
     except BaseException as err:
         raise CandidateFailure(
             "load",
             f"moving ModelNew to {device.torch_device} failed: {describe_exception(err, files)}",
         ) from None
+
+
+def built_candidate(
+    req: WorkerRequest, ref: Reference, device: Device, shim: BuildShim, strict_weights: bool
+) -> torch.nn.Module:
+    """Import the request's solution and build its ``ModelNew`` the way ``evaluate`` does
+    (for the modes that only run it: ``ncu_profile``, ``memory_check``)."""
+    root = Path(req.solution_root)
+    model_new = import_candidate(
+        req.solution_kind, root, req.solution_entry, req.prebuilt_module, shim
+    )
+    files = tuple(str(p) for p in root.rglob("*.py"))
+    return instantiate(
+        model_new,
+        ref.init_args,
+        ref.init_seed,
+        ref.state,
+        device,
+        files,
+        shim,
+        strict_weights=strict_weights,
+        on_host=ref.built_on_host,
+    ).model

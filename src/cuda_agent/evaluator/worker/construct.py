@@ -1,11 +1,21 @@
-"""Build a problem's or candidate's ``nn.Module`` with its tensors born on the evaluation device.
+"""Build a problem's or candidate's ``nn.Module`` the way KernelBench does: seeded, on the host.
 
-Constructing a large model on the host and then moving it is slow: the worker runs torch with
-one CPU thread, so initialising gigabytes of weights there takes tens of seconds (KernelBench
-level 3's wide MLPs), and the copy costs more. Under the device's factory context every tensor
-the constructor makes lands on the device directly. A constructor that cannot run that way
-(it calls ``.numpy()`` on a fresh tensor, say) is built again on the host, from the same seed,
-and moved, so no problem is lost to the shortcut.
+KernelBench seeds the generators, runs the constructor on the host and moves the module to the
+GPU, so a module's random initial weights come from the CPU generator. A candidate that makes
+its parameters itself (``torch.Tensor(shape)`` and the same ``nn.init`` calls as the module it
+replaces) gets the reference's exact weights only if both are built that way: construction under
+the device's factory context draws from the CUDA generator instead, and such a candidate would
+be compared at other weights (the weights are not transferred when names differ).
+
+Host construction is slow for very large models (the worker runs torch on one CPU thread: about
+70 million elements a second, KernelBench level 3's widest MLPs would take tens of seconds). So a
+module is first built under the device's factory context (tensors born on the device, fast);
+when it holds at most ``HOST_BUILD_MAX_ELEMENTS`` elements it is built again on the host from
+the same seed and moved, and that host-built module is the one used. A larger module keeps its
+device construction (``Construction.on_host`` False: the caller notes it). A constructor that
+cannot run under the factory context (it calls ``.numpy()`` on a fresh tensor, say) is built on
+the host directly. ``on_host=True`` skips the device attempt (ModelNew is built the way Model
+was, so the same seed draws from the same generator).
 
 This module only builds; loading weights, checking them and reporting failures belong to the
 callers (``reference.py`` and ``candidate.py``).
@@ -21,6 +31,8 @@ import torch
 from cuda_agent.evaluator.worker.device import Device
 from cuda_agent.evaluator.worker.tensors import clone_nested
 
+HOST_BUILD_MAX_ELEMENTS = 64 * 1024 * 1024  # about a second of host initialisation
+
 
 def build_on_device(
     factory: Callable[..., Any],
@@ -29,25 +41,37 @@ def build_on_device(
     device: Device,
     on_host: bool = False,
 ) -> tuple[Any, bool]:
-    """``factory(*init_args)`` seeded with ``seed``, on ``device``; (module, built_on_host).
+    """``factory(*init_args)`` seeded with ``seed``, placed on ``device``; (module, built_on_host).
 
-    The first attempt runs under ``device.factory_context()``. If it raises, the constructor
-    runs once more without it (seeded alike) and the result is moved; an error from that second
-    attempt propagates to the caller. ``on_host`` goes to the host path directly (ModelNew is
-    built the way Model was, so that the same seed draws from the same generator). A
-    constructor that returns something other than a module is returned as is, for the caller
-    to reject.
+    On the cpu backend the constructor runs once, in place. Otherwise see the module
+    docstring: built on the host (KernelBench's way) unless the module is larger than
+    ``HOST_BUILD_MAX_ELEMENTS``. An error of the host construction propagates to the caller.
+    A constructor that returns something other than a module is returned as is, for the
+    caller to reject.
     """
-    if not on_host or device.name == "cpu":
+    if device.name == "cpu":
+        torch.manual_seed(seed)
+        with device.factory_context():
+            return _moved(factory(*clone_nested(init_args)), device), False
+    if not on_host:
         torch.manual_seed(seed)
         try:
             with device.factory_context():
-                return _moved(factory(*clone_nested(init_args)), device), False
-        except Exception:  # any failure means: try the host path
-            if device.name == "cpu":
-                raise
+                built = factory(*clone_nested(init_args))
+        except Exception:  # any failure means: build it on the host
+            built = None
+        if built is not None and _elements(built) > HOST_BUILD_MAX_ELEMENTS:
+            return _moved(built, device), False
+        del built
     torch.manual_seed(seed)
     return _moved(factory(*clone_nested(init_args)), device), True
+
+
+def _elements(module: Any) -> int:
+    """Elements in a module's parameters and buffers (0 for something that is not a module)."""
+    if not isinstance(module, torch.nn.Module):
+        return 0
+    return sum(t.numel() for t in (*module.parameters(), *module.buffers()))
 
 
 def _moved(module: Any, device: Device) -> Any:

@@ -4,6 +4,8 @@ Order of events (the order is part of the defence):
 
 1. pin the precision policy; build the reference, its weights and all inputs
    (``reference.py``); run the reference once and keep only a fingerprint of its output;
+   time one more (warm) call and send it to the parent, which derives the candidate's device
+   budget from it (``evaluator/device_budget.py``);
 2. snapshot global switches, harness function identities and the thread count;
 3. import the candidate (its builds, at import or later, go through the shim) and build
    ``ModelNew`` from the reference's seed, with the reference's weights as the policy says;
@@ -146,7 +148,10 @@ def _evaluate(
     ref = build_reference(req.problem_source, req.seed, device, req.settings.trials, timing_sets)
     result.warnings.extend(ref.notes)
     canary = fingerprint_nested(_call(ref.model, clone_nested(ref.verify_sets[0])))
+    ref.exclude_own_updates()  # BatchNorm's running statistics, in training mode
+    result.module_mode = ref.module_mode
     device.synchronize()
+    channel.send("reference", call_s=_reference_call_s(ref, device))  # before candidate code
     phases.mark("reference_and_inputs")
     if req.problem_lint:  # the parent has no cached lint of this problem (problem_lint.py)
         result.problem_lint = lint_reference(ref, req.seed, req.atol, req.rtol, device)
@@ -221,7 +226,7 @@ def _candidate_stages(
         on_host=ref.built_on_host,
     )
     cand = instance.model
-    cand_weights = fingerprint_nested(list(cand.state_dict().values()))
+    cand_weights = _own_state(cand, ref)
     phases.mark("import_candidate")
 
     channel.send("stage", stage="verify")
@@ -289,7 +294,7 @@ def _verify(
             ref, state, identities, threads_before, where=f"during trial {k + 1}", inputs=False
         )
         _policy(req.settings.policy, recorder, shim.usage.calls - calls_before, shim.failure)
-        if fingerprint_nested(list(cand.state_dict().values())) != cand_weights:
+        if _own_state(cand, ref) != cand_weights:
             raise Verdict(
                 "verify",
                 f"trial {k + 1}: ModelNew changed its own parameters or buffers during forward",
@@ -326,6 +331,15 @@ def _verify(
             ["reference_inputs_mutated"],
         )
     return trials, all_ops
+
+
+def _own_state(cand: torch.nn.Module, ref: Reference) -> list[tuple[int, ...]]:
+    """Fingerprint of ModelNew's parameters and buffers, without the kinds of entry the
+    reference's own forward updates (its BatchNorm's running statistics in training mode:
+    a ModelNew that keeps an ``nn.BatchNorm`` updates them too, under any name)."""
+    kinds = {key.rsplit(".", 1)[-1] for key in ref.own_updates}
+    state = cand.state_dict()
+    return fingerprint_nested([v for k, v in state.items() if k.rsplit(".", 1)[-1] not in kinds])
 
 
 def _decoy_check(
@@ -500,9 +514,10 @@ def _kernel_check(
     shim: BuildShim,
     result: EvaluationRecord,
 ) -> None:
-    """Record the GPU kernels of one candidate call; under `kernelbench`, own kernels must work."""
-    names = candidate_kernel_names(shim.module_paths)
+    """Record the GPU kernels of one candidate call; under `kernelbench`, own kernels must work.
+    Own kernels: those of the candidate's modules (nm) and the Triton kernels it launched."""
     activities = profile_call(functools.partial(_call, cand, clone_nested(ref.verify_sets[0])))
+    names = candidate_kernel_names(shim.module_paths, triton_launches.kernel_names(shim.triton))
     summary = summarise_kernels(activities, names)
     result.kernels = summary.as_dict()
     if names is None:
@@ -700,16 +715,25 @@ def _stream_check(
 def _profile(
     ref: Reference, cand: torch.nn.Module, shim: BuildShim, result: EvaluationRecord
 ) -> None:
-    names = candidate_kernel_names(shim.module_paths)
     inputs = ref.timing_inputs()[0]
+    activities = profile_call(functools.partial(_call, cand, clone_nested(inputs)))
+    names = candidate_kernel_names(shim.module_paths, triton_launches.kernel_names(shim.triton))
     result.profile = {
-        "candidate": summarise_kernels(
-            profile_call(functools.partial(_call, cand, clone_nested(inputs))), names
-        ).as_dict(),
+        "candidate": summarise_kernels(activities, names).as_dict(),
         "eager": summarise_kernels(
             profile_call(functools.partial(_call, ref.model, clone_nested(inputs))), set()
         ).as_dict(),
     }
+
+
+def _reference_call_s(ref: Reference, device: Device) -> float:
+    """Seconds of one warm, synchronised reference call: the parent derives the candidate's
+    device budget from it (``evaluator/device_budget.py``)."""
+    args = clone_nested(ref.verify_sets[0])
+    began = time.perf_counter()
+    _call(ref.model, args)
+    device.synchronize()
+    return round(time.perf_counter() - began, 6)
 
 
 def _call(model: torch.nn.Module, inputs: list[Any]) -> Any:

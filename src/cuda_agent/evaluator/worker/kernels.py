@@ -3,7 +3,9 @@
 ``profile_call`` runs one call under the torch profiler (CUPTI) and returns every device
 activity (kernels, copies, fills) with its stream and interval. ``candidate_kernel_names``
 reads the kernel symbols of the candidate's compiled modules (``nm``), so a kernel counts as
-custom because it lives in the candidate's binary, not because of its name.
+custom because it lives in the candidate's binary, not because of its name; Triton kernels,
+which live in no such module, count when the harness's own launch hook ran them
+(``triton_launches``: the names of the kernels it launched).
 
 Uses: the policy check (a custom kernel must run), the timing cross-check (device work of a
 call, across all streams, must fit in the time the events measured), and the profile table.
@@ -91,12 +93,18 @@ def normalise_kernel_name(name: str) -> str:
     return _PARAMS.sub("", name).strip()
 
 
-def candidate_kernel_names(modules: Iterable[Path]) -> set[str] | None:
-    """Demangled names of the functions defined in the candidate's modules (None without nm)."""
+def candidate_kernel_names(
+    modules: Iterable[Path], launched: Iterable[str] = ()
+) -> set[str] | None:
+    """Demangled names of the functions defined in the candidate's modules, with ``launched``:
+    the kernels the harness itself saw the candidate launch (Triton's, named by
+    ``triton_launches``; they live in no module). None without nm when there are modules to
+    read (then custom kernels cannot be told from torch's)."""
+    modules = list(modules)
+    names = {normalise_kernel_name(name) for name in launched}
     nm = shutil.which("nm")
     if nm is None:
-        return None
-    names: set[str] = set()
+        return names if not modules else None
     for module in modules:
         proc = subprocess.run(
             [nm, "-C", "--defined-only", str(module)], capture_output=True, text=True, check=False

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from cuda_agent.evaluator.worker.candidate import CandidateFailure, import_candidate, instantiate
+from cuda_agent.evaluator.worker.candidate import CandidateFailure, built_candidate
 from cuda_agent.evaluator.worker.device import make_device
 from cuda_agent.evaluator.worker.policies import rules
 from cuda_agent.evaluator.worker.precision import apply_precision
@@ -34,21 +34,8 @@ def run(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
         root = Path(req.solution_root)
         shim = BuildShim(req.settings.backend, root, req.settings.build_timeout_s)
         shim.install()
-        model_new = import_candidate(
-            req.solution_kind, root, req.solution_entry, req.prebuilt_module, shim
-        )
-        files = tuple(str(p) for p in root.rglob("*.py"))
-        cand = instantiate(
-            model_new,
-            ref.init_args,
-            ref.init_seed,
-            ref.state,
-            device,
-            files,
-            shim,
-            strict_weights=rules(req.settings.policy).strict_weights,
-            on_host=ref.built_on_host,
-        ).model
+        strict = rules(req.settings.policy).strict_weights
+        cand = built_candidate(req, ref, device, shim, strict)
         inputs = ref.verify_sets[0]
         cand(*clone_nested(inputs))  # warm-up outside the range
         device.synchronize()

@@ -23,6 +23,7 @@ MODES = (
     "ncu_profile",
     "synth_check",
     "shape_plan",
+    "memory_check",
 )
 
 
@@ -133,6 +134,7 @@ class WorkerRequest:
     window_ms: list[float] = field(default_factory=list)  # synth_check: eager runtime window
     problem_lint: bool = False  # evaluate: also lint the problem (evaluator/problem_lint.py)
     uses_triton: bool = False  # evaluate: hook Triton's launches (worker/triton_launches.py)
+    sanitizer: str = ""  # memory_check: "address" builds extensions with AddressSanitizer
 
     @property
     def atol(self) -> float:
@@ -180,6 +182,7 @@ class EvaluationRecord:
     eager_us: float | None = None
     device: dict[str, Any] | None = None
     precision: str | None = None
+    module_mode: str | None = None  # "train" or "eval": the mode the reference ran in
     builds: list[dict[str, Any]] = field(default_factory=list)
     verify: dict[str, Any] | None = None
     custom_calls_per_forward: float | None = None

@@ -41,7 +41,15 @@ class Reference:
     timing_sets: list[list[Any]] = field(default_factory=list)
     input_fingerprints: list[list[tuple[int, ...]]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    built_on_host: bool = False  # Model failed under the device's factory context
+    built_on_host: bool = False  # Model built on the host and moved (construct.py)
+    # state entries the reference's own forward changes (BatchNorm's running statistics in
+    # training mode): left out of the fingerprint by ``exclude_own_updates``
+    own_updates: tuple[str, ...] = ()
+
+    @property
+    def module_mode(self) -> str:
+        """``train`` when any submodule is in training mode (as constructed), else ``eval``."""
+        return "train" if any(m.training for m in self.model.modules()) else "eval"
 
     def all_sets(self) -> list[list[Any]]:
         return [*self.verify_sets, *self.timing_sets]
@@ -59,7 +67,23 @@ class Reference:
         return fingerprint_nested(self.all_sets()[index]) == self.input_fingerprints[index]
 
     def weights_intact(self) -> bool:
-        return fingerprint_nested(list(self.model.state_dict().values())) == self.state_fingerprint
+        return self._fingerprint() == self.state_fingerprint
+
+    def exclude_own_updates(self) -> None:
+        """After a call of the reference: the state entries that call changed are the ones its
+        forward updates by design (BatchNorm's running statistics and batch count in training
+        mode, the mode KernelBench runs modules in). They change on every call, so they leave
+        the fingerprint; every other parameter and buffer stays watched."""
+        current = self.model.state_dict()
+        self.own_updates = tuple(
+            k for k, v in current.items() if k in self.state and not torch.equal(v, self.state[k])
+        )
+        self.state_fingerprint = self._fingerprint()
+
+    def _fingerprint(self) -> list[tuple[int, ...]]:
+        skip = set(self.own_updates)
+        state = self.model.state_dict()
+        return fingerprint_nested([v for k, v in state.items() if k not in skip])
 
 
 def load_problem_module(source: str) -> Any:
@@ -92,7 +116,6 @@ def build_reference(
         ) from None
     if not isinstance(model, torch.nn.Module):
         raise ProblemFailure(f"Model(*get_init_inputs()) returned {type(model).__name__}")
-    model.eval()
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     ref = Reference(
         module=module,
@@ -103,10 +126,11 @@ def build_reference(
         state_fingerprint=fingerprint_nested(list(model.state_dict().values())),
         built_on_host=on_host,
     )
-    if on_host:
+    if not on_host and device.name != "cpu":
         ref.notes.append(
-            "Model(*get_init_inputs()) fails when built on the device directly; it was built "
-            "on the host and moved"
+            "Model is large: it was built on the device, not on the host as KernelBench builds "
+            "it, so its seeded initial weights differ from KernelBench's (they reach ModelNew "
+            "by load_state_dict where the names and shapes match)"
         )
     first = draw_inputs(module, derive_seed(seed, "verify", 0), device)
     verify_trials, timing_sets = _affordable_sets(

@@ -125,7 +125,7 @@ def _construct(factory: Any, init_args: list[Any]) -> torch.nn.Module:
         raise ProblemFailure(f"Model(*get_init_inputs()) failed: {message}") from None
     if not isinstance(model, torch.nn.Module):
         raise ProblemFailure(f"Model(*get_init_inputs()) returned {type(model).__name__}")
-    return model.eval()
+    return model
 
 
 def _checked_inputs(inputs: Any) -> list[Any]:

@@ -31,7 +31,7 @@ from typing import Any
 
 from cuda_agent.evaluator.builder.builder import BuildResult, build_extension
 from cuda_agent.evaluator.builder.inline import file_spec, inline_spec
-from cuda_agent.evaluator.builder.spec import ExtensionSpec, FlagError
+from cuda_agent.evaluator.builder.spec import ExtensionSpec, FlagError, with_address_sanitizer
 from cuda_agent.evaluator.worker import device_turn
 
 
@@ -117,7 +117,8 @@ class BuildShim:
 
     ``roots``: folders besides ``base_dir`` that ``load`` may take sources from (the worker's
     private temporary folder); ``known_failures``: ``failure_key`` -> diagnostics of builds
-    that already failed in the parent.
+    that already failed in the parent; ``sanitizer`` ``"address"``: every extension is built
+    with AddressSanitizer (the cpu backend's memory check, ``memory_check.py``).
     """
 
     def __init__(
@@ -127,8 +128,10 @@ class BuildShim:
         timeout_s: float,
         roots: Sequence[Path] = (),
         known_failures: Mapping[str, str] | None = None,
+        sanitizer: str = "",
     ) -> None:
         self.backend = backend
+        self.sanitizer = sanitizer
         self.base_dir = base_dir
         self.roots = tuple(roots)
         self.timeout_s = timeout_s
@@ -171,6 +174,8 @@ class BuildShim:
         return ExtensionProxy(module, self.usage)
 
     def _build_and_load(self, spec: ExtensionSpec) -> types.ModuleType:
+        if self.sanitizer == "address":
+            spec = with_address_sanitizer(spec)
         key = failure_key(spec)
         if key in self._failed:
             raise self._failed_build(spec.name, self._failed[key])

@@ -13,9 +13,18 @@ On the interpreter, Triton's own copies between tensors and its numpy buffers ar
 (``copy_``, ``set_``): the ops the launch issued are taken back out of the active op
 recorder's counts afterwards, except those of the candidate's callables that Triton calls
 back (a ``grid`` function), which stay counted. There is no switch to turn recording off. A
-compiled kernel on a GPU issues no ATen op, and nothing is taken out there. What it does not do:
-count kernels launched around this path (``CompiledKernel`` objects run by hand do not count,
-so they earn no custom-kernel credit), or look at what a kernel computes (verification does).
+compiled kernel on a GPU issues no ATen op, and nothing is taken out there.
+
+Each launch also records the name of the kernel it ran (``kernel_names``): the symbol of the
+compiled kernel that ``JITFunction.run`` returns (``CompiledKernel.name``, from
+``metadata.name`` in Triton 3.x: the PTX entry, what CUPTI reports), else the function's
+``__name__`` (the interpreter compiles nothing). The GPU kernel record counts these beside the
+kernels ``nm`` finds in the candidate's modules (``evaluate._kernel_check``, ``_profile``).
+Autotuned kernels (``triton.autotune``, ``triton.heuristics``) launch through the same method.
+
+What it does not do: count kernels launched around this path (``CompiledKernel`` objects run
+by hand do not count, so they earn no custom-kernel credit), or look at what a kernel computes
+(verification does).
 """
 
 from __future__ import annotations
@@ -43,6 +52,7 @@ class TritonHook:
         self.interpreted = interpreted
         self.skip = False
         self.launches = 0
+        self.kernel_names: set[str] = set()  # the kernels launched through the hook
         self._owners: list[Any] = []
 
     def watched(self) -> tuple[tuple[Any, str], ...]:
@@ -70,21 +80,43 @@ class TritonHook:
             if hook.skip:
                 return None
             if not hook.interpreted:
-                return original(kernel, *args, **kwargs)
+                return hook._named(original(kernel, *args, **kwargs), name, kwargs)
             recorder = _get_current_dispatch_mode()
             if not isinstance(recorder, OpRecorder):
-                return original(kernel, *args, **kwargs)
+                return hook._named(original(kernel, *args, **kwargs), name, kwargs)
             before = Counter(recorder.ops)
             kept: Counter[str] = Counter()
             if callable(kwargs.get("grid")):
                 kwargs["grid"] = _counted(kwargs["grid"], recorder, kept)
             try:
-                return original(kernel, *args, **kwargs)
+                return hook._named(original(kernel, *args, **kwargs), name, kwargs)
             finally:
                 recorder.ops = before + kept  # Triton's own copies out, the callbacks' in
 
         owner.run = run
         self._owners.append(owner)
+
+    def _named(self, compiled: Any, fallback: str, kwargs: dict[str, Any]) -> Any:
+        """Record the name of the kernel a launch ran; ``compiled`` is what Triton returned
+        (passed through). A warm-up (``warmup=True``: compiled, not launched) records none."""
+        if not kwargs.get("warmup"):
+            self.kernel_names.add(compiled_kernel_name(compiled) or fallback)
+        return compiled
+
+
+def compiled_kernel_name(compiled: Any) -> str | None:
+    """The symbol of a Triton ``CompiledKernel`` (``.name``, else ``.metadata.name``); None
+    for anything else (the interpreter returns nothing)."""
+    for holder in (compiled, getattr(compiled, "metadata", None)):
+        name = getattr(holder, "name", None) if holder is not None else None
+        if isinstance(name, str) and name:
+            return name
+    return None
+
+
+def kernel_names(hook: TritonHook | None) -> set[str]:
+    """The names of the kernels launched through the hook (none without one)."""
+    return set(hook.kernel_names) if hook is not None else set()
 
 
 def _counted(grid: Callable[..., Any], recorder: OpRecorder, kept: Counter[str]) -> Any:

@@ -1,8 +1,10 @@
 """Basic residual convolution block (ResNet style) in NCHW with an identity shortcut.
 
 y = relu(bn2(conv2(relu(bn1(conv1(x))))) + x), where both convolutions are 3x3, stride 1,
-same padding, no bias, and keep the channel count. BatchNorm runs in inference mode; its
-affine parameters and running statistics are randomised at construction so they matter.
+same padding, no bias, and keep the channel count. BatchNorm runs in inference mode (the
+constructor ends with ``self.eval()``: evaluators run a module in the mode its constructor
+leaves it, as KernelBench does); its affine parameters and running statistics are randomised
+at construction so they matter.
 Standard GPU size: batch 32, 64 channels, 128 x 128 images (about 77 GFLOP per call).
 """
 
@@ -34,6 +36,7 @@ class Model(nn.Module):
         self.bn2 = nn.BatchNorm2d(channels)
         _randomise_batch_norm(self.bn1)
         _randomise_batch_norm(self.bn2)
+        self.eval()  # inference: BatchNorm normalises with its running statistics
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = torch.relu(self.bn1(self.conv1(x)))

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Reward parity with KernelBench on one H200 (docs/compat.md, "Same-GPU parity"; issue 39), in
+# parts that each fit one 10-minute device call; the machine keeps its files between calls of
+# one lease, and every part leaves its results under $OUT too:
+#   bash benchmarks/recipes/reward_parity.sh tests      the GPU tests (memory check, KernelBench
+#                                                        semantics, Triton under both policies)
+#   bash benchmarks/recipes/reward_parity.sh memcost    the memory check's cost on the bundled
+#                                                        CUDA examples at their standard sizes
+#   bash benchmarks/recipes/reward_parity.sh corpus SET KB [SECONDS] [BACKEND]
+#        ours (`bench run --policy kernelbench --jobs-per-gpu 3`) and KernelBench's evaluator
+#        (BACKEND cuda or triton, checkout KB) over the prepared set SET, side by side on GPU 0,
+#        until SECONDS (default 520) have passed; resumable: run it again until both are done.
+#        Then each side's summary and the agreement table.
+# Carry: .whl (KernelBench's wheels, benchmarks/device_carry.sh wheels), .kb / .kb-triton and
+# .corpus (prepared sets: docs/compat.md). Every long step prints a line at least every 30 s.
+set -u
+OUT=${OUT:-gpu-results}
+mkdir -p "$OUT"
+export PYTHONPATH="$PWD/src:$PWD" PYTHONUNBUFFERED=1 CUDA_AGENT_CACHE=${CUDA_AGENT_CACHE:-/tmp/ca-cache}
+site() {  # the carried wheels in /tmp/site (KernelBench's evaluator needs some)
+  [ -d /tmp/site ] || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+    --target /tmp/site .whl/*.whl >/dev/null 2>&1 || echo "note: the wheels did not install"
+}
+case "${1:-}" in
+tests)
+  nvidia-smi -L
+  command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer
+  site
+  PYTHONPATH="$PYTHONPATH:/tmp/site" timeout "${TESTS_SECONDS:-400}" python3 -m pytest -q -m gpu \
+    tests/gpu -n 4 -p no:cacheprovider -rfEx 2>&1 | tee "$OUT/gpu-tests.log" | tail -40
+  ;;
+memcost)
+  timeout "${MEMCOST_SECONDS:-300}" python3 benchmarks/memory_check_cost.py \
+    --out "$OUT/memcost.jsonl" 2>&1 | tail -30
+  ;;
+corpus)
+  set_dir=$2 kb=$3 seconds=${4:-520} backend=${5:-cuda}
+  end=$(($(date +%s) + seconds))
+  site
+  (
+    export PYTHONPATH="/tmp/site:$PYTHONPATH"
+    python3 -m benchmarks.compat kernelbench "$set_dir" --kb "$kb" --backend "$backend" \
+      --deadline "$end" --jobs "${KB_JOBS:-8}" --tolerance 1e-2,1e-4 \
+      --work-dir "/tmp/compat-kb-$backend" >>"$set_dir/kernelbench.log" 2>&1
+  ) &
+  peer=$!
+  python3 -m benchmarks.compat ours "$set_dir" --deadline "$end" --backend cuda \
+    --policy kernelbench --extra --jobs-per-gpu 3 >>"$set_dir/ours_calls.log" 2>&1 &
+  ours=$!
+  while kill -0 $peer 2>/dev/null || kill -0 $ours 2>/dev/null; do  # a line every 30 s
+    sleep 30
+    echo "$(date +%T) ours: $(tail -1 "$set_dir/ours.log" 2>/dev/null | cut -c1-150)"
+    echo "$(date +%T) KernelBench: $(grep -c . "$set_dir/kernelbench.jsonl" 2>/dev/null) rows"
+  done
+  wait
+  python3 -m benchmarks.compat summary "$set_dir"
+  grep -h '^{' "$set_dir/kernelbench.log" | tail -1
+  python3 -m benchmarks.compat table "$set_dir" --out "$OUT/table-$(basename "$set_dir").md" |
+    head -60
+  tar czf "$OUT/$(basename "$set_dir")-runs.tgz" -C "$(dirname "$set_dir")" \
+    "$(basename "$set_dir")/ours" "$(basename "$set_dir")/kernelbench.jsonl" 2>/dev/null
+  ;;
+*)
+  echo "usage: $0 tests | memcost | corpus SET KB [SECONDS] [BACKEND]" >&2
+  exit 2
+  ;;
+esac

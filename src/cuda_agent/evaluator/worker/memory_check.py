@@ -1,0 +1,96 @@
+"""The ``memory_check`` mode: one forward of the candidate under a memory checker.
+
+Started by the parent (``evaluator/memory_check.py``) as its own process under the checker:
+compute-sanitizer's memcheck on the cuda backend (with torch's caching allocator off, so every
+tensor is an allocation of its own and a read a few bytes past its end is outside any
+allocation), AddressSanitizer on the cpu backend (the candidate's extensions built with
+``-fsanitize=address``, the runtime preloaded). The checker writes its report to a file the
+parent reads; this process only runs the call.
+
+It also fills memory that a kernel is given uninitialised: before the candidate is imported,
+torch's deterministic mode with ``fill_uninitialized_memory`` is turned on, so every
+``empty``-family allocation (``torch::empty_like`` in an extension too) is filled with NaN (or
+the integer maximum). A kernel that reads its output buffer before writing it (accumulating
+into ``empty``) then gives a wrong output here, whatever a fresh ``cudaMalloc`` happened to
+hold in the verified run; the output is compared with the reference's on the same inputs.
+
+No timing and no integrity checks happen here: the verdict's other parts come from the
+``evaluate`` process, which ran first.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from cuda_agent.evaluator.worker import device_turn, triton_launches
+from cuda_agent.evaluator.worker.candidate import CandidateFailure, built_candidate
+from cuda_agent.evaluator.worker.compare import compare
+from cuda_agent.evaluator.worker.device import make_device
+from cuda_agent.evaluator.worker.modules import describe_exception
+from cuda_agent.evaluator.worker.policies import rules
+from cuda_agent.evaluator.worker.precision import apply_precision
+from cuda_agent.evaluator.worker.protocol import ResultChannel, WorkerRequest
+from cuda_agent.evaluator.worker.reference import ProblemFailure, build_reference
+from cuda_agent.evaluator.worker.shim import BuildShim, private_temp_roots
+from cuda_agent.evaluator.worker.tensors import clone_nested, derive_seed
+
+
+def run(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
+    try:
+        with device_turn.holding(req.lock_path):
+            return _check(req, channel)
+    except (ProblemFailure, CandidateFailure) as err:
+        stage = getattr(err, "stage", "problem")
+        return {"ok": False, "error": {"stage": stage, "message": str(err)}}
+
+
+def _check(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
+    torch.set_grad_enabled(False)
+    apply_precision(req.settings.precision)
+    device = make_device(req.settings.backend, req.settings.cpu_threads)
+    channel.send("stage", stage="load")
+    seed = derive_seed(req.seed, "memory_check")
+    ref = build_reference(req.problem_source, seed, device, 1, 0)
+    root = Path(req.solution_root)
+    shim = BuildShim(
+        req.settings.backend,
+        root,
+        req.settings.build_timeout_s,
+        roots=private_temp_roots(root),
+        sanitizer=req.sanitizer,
+    )
+    if req.uses_triton:
+        shim.triton = triton_launches.install(
+            shim.usage, req.settings.backend == "cpu", root.parent / "private" / "triton"
+        )
+    shim.install()
+    _fill_uninitialised_memory()
+    cand = built_candidate(req, ref, device, shim, rules(req.settings.policy).strict_weights)
+    files = tuple(str(p) for p in root.rglob("*.py"))
+    channel.send("stage", stage="memory")
+    inputs = ref.verify_sets[0]
+    try:
+        out = clone_nested(cand(*clone_nested(inputs)))
+        device.synchronize()
+    except Exception as err:
+        message = f"ModelNew.forward raised {describe_exception(err, files)}"
+        return {"ok": False, "error": {"stage": "memory", "message": message}}
+    expected = ref.model(*clone_nested(inputs))
+    device.synchronize()
+    verdict = compare(expected, out, req.atol, req.rtol)
+    return {"ok": True, "output_ok": verdict.ok, "message": verdict.message}
+
+
+def _fill_uninitialised_memory() -> None:
+    """Every ``empty``-family allocation from now on is filled (NaN for floating types)."""
+    import torch.utils.deterministic
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.utils.deterministic.fill_uninitialized_memory = True  # type: ignore[attr-defined]
+    warnings.filterwarnings("ignore", message=".*deterministic.*")

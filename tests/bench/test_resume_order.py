@@ -1,0 +1,121 @@
+"""A job cut off by the end of a run (killed, or stopped at a deadline) is queued last on resume.
+
+The rule is a plain function; the slow test runs ``bench run`` for real on the cpu backend,
+terminates it (SIGTERM, as ``timeout`` does) while one job holds the device, and resumes it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from cuda_agent.bench.records import STARTED_FILE, append_started, read_records, read_started
+from cuda_agent.bench.run import requeued, resume_order
+from tests.helpers import wait_for
+
+PROBLEM = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.randn(16, 32)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+CORRECT = """
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+"""
+
+# holds the device until the run is stopped (sleeps, so that nothing spins if it outlived it)
+STALLS = """
+import time
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        time.sleep(300)
+        return torch.relu(x)
+"""
+
+
+def test_jobs_started_before_go_last_fewest_starts_first() -> None:
+    keys = [("a", 0), ("b", 0), ("c", 0), ("d", 0), ("a", 1)]
+    starts: Counter[tuple[str, int]] = Counter({("a", 0): 2, ("c", 0): 1, ("a", 1): 1})
+    assert resume_order(keys, starts) == [("b", 0), ("d", 0), ("c", 0), ("a", 1), ("a", 0)]
+    assert requeued(resume_order(keys, starts), starts) == ["c", "a#1", "a"]
+    assert resume_order(keys, Counter()) == keys  # a first run: problem order
+
+
+def test_starts_are_read_back_per_attempt(tmp_path: Path) -> None:
+    append_started(tmp_path, "a", 0, "GPU 0")
+    append_started(tmp_path, "a", 0, "GPU 1")
+    append_started(tmp_path, "b", 2, "episode")
+    with open(tmp_path / STARTED_FILE, "a") as handle:
+        handle.write('{"problem_id": "c", "att')  # torn by a crash
+    assert read_started(tmp_path) == Counter({("a", 0): 2, ("b", 2): 1})
+
+
+def _bench(problems: Path, solutions: Path, run: Path, log: Path) -> subprocess.Popen[bytes]:
+    argv = [sys.executable, "-m", "cuda_agent", "bench", "run", "--problems", str(problems)]
+    argv += ["--solutions", str(solutions), "--backend", "cpu", "--baselines", ""]
+    argv += ["--policy", "off", "--spare-workers", "1", "--out", str(run)]
+    env = {**os.environ, "CUDA_AGENT_PROGRESS": "plain"}
+    with open(log, "ab") as out:
+        return subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT)
+
+
+@pytest.mark.slow
+def test_a_job_cut_off_by_the_end_of_a_run_is_resumed_last(tmp_path: Path) -> None:
+    problems, solutions, run = tmp_path / "problems", tmp_path / "solutions", tmp_path / "run"
+    problems.mkdir()
+    solutions.mkdir()
+    for name in ("a_stall", "b_quick", "c_quick"):
+        (problems / f"{name}.py").write_text(PROBLEM)
+        (solutions / f"{name}.py").write_text(STALLS if name == "a_stall" else CORRECT)
+    log = tmp_path / "bench.log"
+
+    first = _bench(problems, solutions, run, log)
+    try:
+        assert wait_for(lambda: ("a_stall", 0) in read_started(run), first), log.read_text()
+        first.send_signal(signal.SIGTERM)  # as `timeout` stops a run at its deadline
+        first.wait(timeout=120)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    assert first.returncode == -signal.SIGTERM, log.read_text()[-3000:]
+    assert "a_stall" not in {r.problem_id for r in read_records(run)}  # no verdict
+
+    (solutions / "a_stall.py").write_text(CORRECT)  # so that the resumed run can finish
+    second = _bench(problems, solutions, run, log)
+    assert second.wait(timeout=900) == 0, log.read_text()[-3000:]
+    info = json.loads((run / "run.json").read_text())
+    assert info["requeued_last"][-1:] == ["a_stall"], info
+    records = {r.problem_id: r for r in read_records(run)}
+    assert set(records) == {"a_stall", "b_quick", "c_quick"}
+    assert all(r.correct for r in records.values())
+    assert read_started(run)[("a_stall", 0)] == 2  # once per run
