@@ -27,7 +27,8 @@ tests)
   command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer
   site
   PYTHONPATH="$PYTHONPATH:/tmp/site" timeout "${TESTS_SECONDS:-400}" python3 -m pytest -q -m gpu \
-    tests/gpu -n 4 -p no:cacheprovider -rfEx 2>&1 | tee "$OUT/gpu-tests.log" | tail -40
+    tests/gpu -n 4 -p no:cacheprovider -rfEx ${TESTS_ARGS:-} 2>&1 | tee "$OUT/gpu-tests.log" |
+    tail -40
   ;;
 memcost)
   timeout "${MEMCOST_SECONDS:-300}" python3 benchmarks/memory_check_cost.py \
@@ -53,7 +54,7 @@ corpus)
     echo "$(date +%T) KernelBench: $(grep -c . "$set_dir/kernelbench.jsonl" 2>/dev/null) rows"
   done
   wait
-  python3 -m benchmarks.compat summary "$set_dir"
+  python3 -m benchmarks.compat summary "$set_dir" | cut -c1-700
   grep -h '^{' "$set_dir/kernelbench.log" | tail -1
   python3 -m benchmarks.compat table "$set_dir" --out "$OUT/table-$(basename "$set_dir").md" |
     head -60

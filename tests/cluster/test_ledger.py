@@ -27,10 +27,12 @@ def test_overlapping_holds_of_one_device_count_once() -> None:
     assert figures["device_held_fraction"] == round(17.0 / 40.0, 4)
     assert figures["device_work_s"] == 7.0 and figures["device_work_fraction"] == round(7 / 40, 4)
     assert figures["queue_wait_s"] == {"total": 2.0, "mean": 1.0, "max": 1.5, "jobs": 2}
+    assert figures["longest_hold_s"] == 10.0  # one job's hold, not the device's union
     assert figures["phases_s"] == {"build": 3.0, "static": 0.1, "worker": 9.0}
     assert figures["worker_start_s"] == 0.25
     line = describe(figures)
     assert line.startswith("devices held 42% of 20 s (device work 18%)") and "max 1.5 s" in line
+    assert "longest hold 10 s" in line
 
 
 def test_without_a_ledger_only_the_results_speak() -> None:

@@ -11,6 +11,8 @@ figures ``bench run`` prints and writes to ``run.json``:
 * ``device_work_fraction``: the workers' own measured phases (reference and inputs, import,
   verification, timing: the device-exclusive work) over the same;
 * ``queue_wait_s``: total, mean and max seconds jobs waited for a device;
+* ``longest_hold_s``: the longest time one job held a device (its worker, memory check and
+  baselines; bounded by the device budget, docs/evaluation.md);
 * ``phases_s``: each pipeline stage's seconds summed over the jobs (static, build, worker,
   baseline, shapes), and the workers' start-up seconds.
 
@@ -95,6 +97,8 @@ def utilization(
         held = sum(_union(h) for h in holds.values())
         out["device_held_s"] = round(held, 3)
         out["device_held_fraction"] = round(min(1.0, held / capacity), 4)
+        spans = [stop - start for h in holds.values() for start, stop in h]
+        out["longest_hold_s"] = round(max(spans), 3) if spans else 0.0
         out["queue_wait_s"] = {
             "total": round(sum(waits), 3),
             "mean": round(sum(waits) / len(waits), 3) if waits else 0.0,
@@ -114,6 +118,7 @@ def describe(figures: dict[str, Any]) -> str:
         )
         wait = figures["queue_wait_s"]
         parts.append(f"queue wait mean {wait['mean']:.1f} s, max {wait['max']:.1f} s")
+        parts.append(f"longest hold {figures.get('longest_hold_s', 0.0):.0f} s")
     else:
         parts.append(
             f"device work {figures['device_work_fraction']:.0%} of {figures['wall_s']:.0f} s"
