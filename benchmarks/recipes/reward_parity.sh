@@ -10,6 +10,7 @@
 #        ours (`bench run --policy kernelbench --jobs-per-gpu 3`) and KernelBench's evaluator
 #        (BACKEND cuda or triton, checkout KB) over the prepared set SET, side by side on GPU 0,
 #        until SECONDS (default 520) have passed; resumable: run it again until both are done.
+#        OURS_ARGS: more `bench run` arguments for ours (e.g. --no-memory-check).
 #        Then each side's summary and the agreement table.
 # Carry: .whl (KernelBench's wheels, benchmarks/device_carry.sh wheels), .kb / .kb-triton and
 # .corpus (prepared sets: docs/compat.md). Every long step prints a line at least every 30 s.
@@ -46,7 +47,7 @@ corpus)
   ) &
   peer=$!
   python3 -m benchmarks.compat ours "$set_dir" --deadline "$end" --backend cuda \
-    --policy kernelbench --extra --jobs-per-gpu 3 >>"$set_dir/ours_calls.log" 2>&1 &
+    --policy kernelbench --extra --jobs-per-gpu 3 ${OURS_ARGS:-} >>"$set_dir/ours_calls.log" 2>&1 &
   ours=$!
   while kill -0 $peer 2>/dev/null || kill -0 $ours 2>/dev/null; do  # a line every 30 s
     sleep 30
