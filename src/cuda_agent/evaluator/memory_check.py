@@ -54,6 +54,7 @@ FLAG_ACCESS = "memory_error:access"
 FLAG_UNINITIALIZED = "memory_error:uninitialized"
 NOTE_INCOMPLETE = "memory_check_incomplete"
 MAX_FINDINGS = 3
+MEMCHECK_PADDING_BYTES = 4096  # an access up to this far past an allocation is seen
 ASAN_HEAP_MB = 16 * 1024  # the checked cpu worker's heap (its address space is not limited)
 SANITIZER_CANDIDATES = (
     "/usr/local/cuda/bin/compute-sanitizer",
@@ -167,6 +168,10 @@ def check_memory(
             "no",
             "--print-limit",
             "20",
+            # guard bytes after every allocation: the driver packs small cudaMallocs next to
+            # each other, so a read just past one tensor would land in the next one unseen
+            "--padding",
+            str(MEMCHECK_PADDING_BYTES),
             "--target-processes",
             "all",
             "--log-file",
