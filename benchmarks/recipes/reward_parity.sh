@@ -10,6 +10,9 @@
 #        ours (`bench run --policy kernelbench --jobs-per-gpu 3`) and KernelBench's evaluator
 #        (BACKEND cuda or triton, checkout KB) over the prepared set SET, side by side on GPU 0,
 #        until SECONDS (default 520) have passed; resumable: run it again until both are done.
+#        The set is copied once to gpu-runs/parity/NAME and the results accumulate there (not
+#        in the carried .corpus, which each call's carry replaces with this machine's copy);
+#        every call also leaves them in $OUT/NAME-runs.tgz.
 #        OURS_ARGS: more `bench run` arguments for ours (e.g. --no-memory-check).
 #        Then each side's summary and the agreement table.
 # Carry: .whl (KernelBench's wheels, benchmarks/device_carry.sh wheels), .kb / .kb-triton and
@@ -28,15 +31,17 @@ tests)
   command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer
   site
   PYTHONPATH="$PYTHONPATH:/tmp/site" timeout "${TESTS_SECONDS:-400}" python3 -m pytest -q -m gpu \
-    tests/gpu -n 4 -p no:cacheprovider -rfEx ${TESTS_ARGS:-} 2>&1 | tee "$OUT/gpu-tests.log" |
-    tail -40
+    tests/gpu -n 4 -v -p no:cacheprovider -rfEx ${TESTS_ARGS:-} 2>&1 | tee "$OUT/gpu-tests.log" |
+    grep -E "PASSED|FAILED|ERROR|passed|failed" | tail -60
   ;;
 memcost)
   timeout "${MEMCOST_SECONDS:-300}" python3 benchmarks/memory_check_cost.py \
     --out "$OUT/memcost.jsonl" 2>&1 | tail -30
   ;;
 corpus)
-  set_dir=$2 kb=$3 seconds=${4:-520} backend=${5:-cuda}
+  prepared=$2 kb=$3 seconds=${4:-520} backend=${5:-cuda}
+  set_dir=gpu-runs/parity/$(basename "$prepared")
+  [ -d "$set_dir" ] || { mkdir -p gpu-runs/parity && cp -r "$prepared" "$set_dir"; }
   end=$(($(date +%s) + seconds))
   site
   (

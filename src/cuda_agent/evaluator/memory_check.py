@@ -103,9 +103,11 @@ class MemoryCheck:
                 f"buffers): {found}"
             )
         return (
-            "with the memory that allocations return uninitialised filled with NaN, ModelNew's "
-            f"output no longer matches ({self.output_message}): a kernel reads memory it never "
-            "wrote (an output buffer from empty/empty_like accumulated into, say)"
+            "in the checked run (the memory that allocations return uninitialised filled with "
+            "NaN, each tensor an allocation of its own), ModelNew's output no longer matches "
+            f"({self.output_message}): a kernel reads memory it never wrote (an output buffer "
+            "from empty/empty_like accumulated into, say), or its result depends on where its "
+            "buffers lie"
         )
 
     def to_dict(self) -> dict[str, Any]:
