@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -87,11 +88,12 @@ def test_the_deadline_trusts_the_first_reference_line_and_arms_once() -> None:
         asked.append(call_s)
         return 30.0
 
-    deadline = Deadline(timeout_at=10_000.0, budget=budget)
+    timeout_at = time.monotonic() + 10_000.0  # the timeout's end, far after the budget's
+    deadline = Deadline(timeout_at=timeout_at, budget=budget)
     deadline.reference({"call_s": 0.002}, outcome)
     deadline.reference({"call_s": 500.0}, outcome)  # a later line (candidate code may forge it)
     assert outcome.reference_call_s == 0.002
-    assert deadline.at == 10_000.0 and not deadline.budget_ends_first  # not armed before verify
+    assert deadline.at == timeout_at and not deadline.budget_ends_first  # not armed before verify
     deadline.arm(outcome)
     armed_at = deadline.at
     deadline.arm(outcome)  # a second verify line changes nothing
