@@ -97,9 +97,12 @@ def describe(snapshot: Snapshot, now: float | None = None) -> str:
     text += f" ({busy})" if busy else ""
     text += f" | queued {queued}"
     for device, jobs in snapshot.devices.items():
-        held = ", ".join(f"{s.key} {s.phase} {now - s.since:.0f} s" for s in jobs)
-        text += f" | {device}: {held or 'idle'}"
+        text += f" | {device}: {_ages(jobs, now) or 'idle'}"
     if snapshot.oldest:
-        ages = ", ".join(f"{s.key} {s.phase} {now - s.since:.0f} s" for s in snapshot.oldest)
-        text += f" | longest: {ages}"
+        text += f" | longest: {_ages(snapshot.oldest, now)}"
     return text
+
+
+def _ages(states: list[JobState], now: float) -> str:
+    """``L1_5 verify 41 s, L1_9 build 12 s``"""
+    return ", ".join(f"{s.key} {s.phase} {now - s.since:.0f} s" for s in states)

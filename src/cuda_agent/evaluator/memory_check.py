@@ -31,6 +31,7 @@ time or cannot start is a note (``memory_check_incomplete``), never a rejection.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -121,8 +122,10 @@ def find_compute_sanitizer() -> str | None:
     return next((c for c in SANITIZER_CANDIDATES if Path(c).exists()), None)
 
 
+@functools.cache
 def find_asan_runtime() -> str | None:
-    """The AddressSanitizer runtime of the C++ compiler extensions are built with."""
+    """The AddressSanitizer runtime of the C++ compiler extensions are built with (asked of
+    the compiler once per process)."""
     for compiler in (os.environ.get("CXX"), "g++", "c++"):
         if not compiler or shutil.which(compiler) is None:
             continue

@@ -22,12 +22,13 @@ from typing import Any
 
 import torch
 
+from cuda_agent.evaluator.worker import triton_launches
 from cuda_agent.evaluator.worker.construct import build_on_device
 from cuda_agent.evaluator.worker.device import Device
 from cuda_agent.evaluator.worker.modules import describe_exception, module_from_source
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
 from cuda_agent.evaluator.worker.reference import Reference
-from cuda_agent.evaluator.worker.shim import BuildShim, diagnostics_of
+from cuda_agent.evaluator.worker.shim import BuildShim, diagnostics_of, private_temp_roots
 from cuda_agent.evaluator.worker.weights import Transfer, WeightsMismatch, transfer
 
 WORKDIR_EXTENSION = "cuda_extension"
@@ -74,6 +75,27 @@ def import_candidate(
     if not isinstance(model_new, type) or not issubclass(model_new, torch.nn.Module):
         raise CandidateFailure("load", f"{entry} defines no `class ModelNew(nn.Module)`")
     return model_new
+
+
+def request_shim(req: WorkerRequest) -> BuildShim:
+    """The build shim for the request's solution (not installed yet): its builds, the build
+    failures the parent already saw, the sanitizer the request names; with Triton's launch
+    hook when the solution uses Triton (imported now, before any snapshot of the harness's
+    state: importing Triton is the harness's doing, not the candidate's)."""
+    root = Path(req.solution_root)
+    shim = BuildShim(
+        req.settings.backend,
+        root,
+        req.settings.build_timeout_s,
+        roots=private_temp_roots(root),
+        known_failures=req.known_build_failures,
+        sanitizer=req.sanitizer,
+    )
+    if req.uses_triton:
+        shim.triton = triton_launches.install(
+            shim.usage, req.settings.backend == "cpu", root.parent / "private" / "triton"
+        )
+    return shim
 
 
 def failed_build(shim: BuildShim, err: BaseException, files: tuple[str, ...]) -> str | None:

@@ -39,6 +39,7 @@ from cuda_agent.evaluator.worker.candidate import (
     failed_build,
     import_candidate,
     instantiate,
+    request_shim,
 )
 from cuda_agent.evaluator.worker.census import (
     child_process_count,
@@ -75,7 +76,7 @@ from cuda_agent.evaluator.worker.precision import apply_precision
 from cuda_agent.evaluator.worker.problem_lint import lint_reference
 from cuda_agent.evaluator.worker.protocol import EvaluationRecord, ResultChannel, WorkerRequest
 from cuda_agent.evaluator.worker.reference import ProblemFailure, Reference, build_reference
-from cuda_agent.evaluator.worker.shim import BuildShim, private_temp_roots
+from cuda_agent.evaluator.worker.shim import BuildShim
 from cuda_agent.evaluator.worker.tensors import clone_nested, derive_seed, fingerprint_nested
 from cuda_agent.evaluator.worker.timing import time_interleaved
 from cuda_agent.evaluator.worker.weights import (
@@ -159,18 +160,7 @@ def _evaluate(
     prime_recorder()
     policy = rules(req.settings.policy)
     set_compile_disabled(policy.compile_disabled)
-    root = Path(req.solution_root)
-    shim = BuildShim(
-        req.settings.backend,
-        root,
-        req.settings.build_timeout_s,
-        roots=private_temp_roots(root),
-        known_failures=req.known_build_failures,
-    )
-    if req.uses_triton:  # before any snapshot: importing Triton is the harness's doing
-        shim.triton = triton_launches.install(
-            shim.usage, req.settings.backend == "cpu", root.parent / "private" / "triton"
-        )
+    shim = request_shim(req)  # before any snapshot: it may import Triton
     state = GlobalState(policy.tolerated_switches)
     watched = shim.triton.watched() if shim.triton is not None else ()
     identities = FunctionIdentities(extra=watched)

@@ -26,8 +26,12 @@ from typing import Any
 
 import torch
 
-from cuda_agent.evaluator.worker import device_turn, triton_launches
-from cuda_agent.evaluator.worker.candidate import CandidateFailure, built_candidate
+from cuda_agent.evaluator.worker import device_turn
+from cuda_agent.evaluator.worker.candidate import (
+    CandidateFailure,
+    built_candidate,
+    request_shim,
+)
 from cuda_agent.evaluator.worker.compare import compare
 from cuda_agent.evaluator.worker.device import make_device
 from cuda_agent.evaluator.worker.modules import describe_exception
@@ -35,7 +39,6 @@ from cuda_agent.evaluator.worker.policies import rules
 from cuda_agent.evaluator.worker.precision import apply_precision
 from cuda_agent.evaluator.worker.protocol import ResultChannel, WorkerRequest
 from cuda_agent.evaluator.worker.reference import ProblemFailure, build_reference
-from cuda_agent.evaluator.worker.shim import BuildShim, private_temp_roots
 from cuda_agent.evaluator.worker.tensors import clone_nested, derive_seed
 
 
@@ -56,17 +59,7 @@ def _check(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
     seed = derive_seed(req.seed, "memory_check")
     ref = build_reference(req.problem_source, seed, device, 1, 0)
     root = Path(req.solution_root)
-    shim = BuildShim(
-        req.settings.backend,
-        root,
-        req.settings.build_timeout_s,
-        roots=private_temp_roots(root),
-        sanitizer=req.sanitizer,
-    )
-    if req.uses_triton:
-        shim.triton = triton_launches.install(
-            shim.usage, req.settings.backend == "cpu", root.parent / "private" / "triton"
-        )
+    shim = request_shim(req)
     shim.install()
     _fill_uninitialised_memory()
     cand = built_candidate(req, ref, device, shim, rules(req.settings.policy).strict_weights)
