@@ -12,6 +12,12 @@ import typer
 from rich.table import Table
 
 from cuda_agent.bench.agreement import is_kernelbench_results, kernelbench_comparison
+from cuda_agent.bench.fingerprint import (
+    FINGERPRINT_KEY,
+    check_resume,
+    discard_results,
+    fingerprint,
+)
 from cuda_agent.bench.metrics import compute_metrics
 from cuda_agent.bench.paper import TABLE_1, paper_metrics
 from cuda_agent.bench.records import (
@@ -41,6 +47,7 @@ from cuda_agent.cluster.ledger import describe as describe_utilization
 from cuda_agent.cluster.ledger import utilization
 from cuda_agent.cluster.pool import EvalPool
 from cuda_agent.core.errors import ConfigError, CudaAgentError
+from cuda_agent.core.types import Problem
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.problems.sets import load_problem_set
 
@@ -101,6 +108,12 @@ def run_command(
         help="Evaluations sharing each device, taking turns (run-time compiles off the turn); "
         "for verdicts in bulk, not for timing.",
     ),
+    fresh: bool = typer.Option(
+        False,
+        "--fresh",
+        help="Discard the results already in --out and start over (a rerun otherwise resumes, "
+        "and only with the same options, problems and solutions).",
+    ),
 ) -> None:
     """Evaluate every problem of the set; progress shows live pass / faster counts (a bar on a
     terminal; in a log, a line per finished job and a summary every 30 s)."""
@@ -113,12 +126,12 @@ def run_command(
         from cuda_agent.service.remote_pool import ServicePool
 
         remote = ServicePool(service)
-        chosen = remote.backend if backend == "auto" else resolve_backend(backend)
+        chosen = remote.backend if backend == "auto" else resolve_backend(backend, False)
         if remote.backend != chosen:
             raise ConfigError(f"the service at {service} evaluates on {remote.backend}")
     else:
         chosen = resolve_backend(backend)
-    problem_list = load_problem_set(problems, parse_levels(levels), resolve_size(size, chosen))
+    problem_list = select_problems(problems, levels, resolve_size(size, chosen))
     options = EvalOptions(
         backend=chosen,
         baselines=parse_csv(baselines),
@@ -131,6 +144,8 @@ def run_command(
     ).validate()
     if (solutions is None) == (not model):
         raise CudaAgentError("give either --solutions DIR or --model/--base-url (agent mode)")
+    if solutions is not None and not solutions.is_dir():
+        raise ConfigError(f"--solutions {solutions}: no such folder")
     check_tool_format(tool_format)
     if export_best is not None:
         from cuda_agent.export import check_target
@@ -144,6 +159,12 @@ def run_command(
             "CPU work runs beside each timing, so absolute times may read high (run.json says "
             "jobs_per_device); time with the default 1 (docs/benchmarking.md)"
         )
+    if solutions is not None:
+        source = {"mode": "solutions", "solutions": str(solutions.resolve())}
+    else:
+        limits = (tool_format, max_turns, max_output_tokens, context_tokens)
+        source = agent_source(model, base_url, *limits)
+    prepare_run_folder(out, fingerprint(options, problem_list, source), fresh)
     if remote is not None:
         pool: EvalPool = remote
     else:
@@ -183,7 +204,8 @@ def run_command(
         figures = utilization(
             ledger, pool.devices, time.monotonic() - started, [r.result for r in ran]
         )
-    write_run_info(out, {**read_run_info(out), "utilization": figures})
+    if ran:  # a resume with nothing left to run keeps the figures of the run that did the work
+        write_run_info(out, {**read_run_info(out), "utilization": figures})
     _print_table([("this run", compute_metrics(chosen_attempts(read_records(out))))])
     if ran:
         out_console.print(describe_utilization(figures))
@@ -192,6 +214,50 @@ def run_command(
         from cuda_agent.cli.export_cmd import export_run_best
 
         export_run_best(out, problem_list, options, export_best)
+
+
+def select_problems(spec: str, levels: str | None, size: str) -> list[Problem]:
+    """The problem set at ``levels``; one line (exit 2) when that selects no problem."""
+    wanted = parse_levels(levels)
+    selected = load_problem_set(spec, wanted, size)
+    if selected:
+        return selected
+    if not wanted:
+        raise ConfigError(f"--problems {spec}: no problems there")
+    present = sorted({p.level for p in load_problem_set(spec, None, size) if p.level is not None})
+    have = ", ".join(map(str, present)) or "none"
+    raise ConfigError(f"--levels {levels}: no problem of {spec} at that level (levels: {have})")
+
+
+def agent_source(
+    model: str,
+    base_url: str,
+    tool_format: str,
+    max_turns: int,
+    max_output_tokens: int,
+    context_tokens: int,
+) -> dict[str, str]:
+    """The agent mode's part of the run's fingerprint."""
+    return {
+        "mode": "agent",
+        "model": model,
+        "base_url": base_url,
+        "tool_format": tool_format,
+        "max_turns": str(max_turns),
+        "max_output_tokens": str(max_output_tokens),
+        "context_tokens": str(context_tokens),
+    }
+
+
+def prepare_run_folder(out: Path, wanted: dict[str, str], fresh: bool) -> None:
+    """Discard (``--fresh``) or check (resume) what ``out`` holds, then record ``wanted``."""
+    if fresh:
+        discard_results(out)
+    note = check_resume(out, wanted)
+    if note:
+        err_console.print(note, markup=False, soft_wrap=True)
+    out.mkdir(parents=True, exist_ok=True)
+    write_run_info(out, {**read_run_info(out), FINGERPRINT_KEY: wanted})
 
 
 def verdict_line(record: AttemptRecord) -> str:

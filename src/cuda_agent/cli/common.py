@@ -51,14 +51,31 @@ def one_line_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def resolve_backend(backend: str) -> str:
-    if backend in ("cpu", "cuda"):
-        return backend
-    if backend != "auto":
+def resolve_backend(backend: str, need_device: bool = True) -> str:
+    """``cpu``, ``cuda`` or ``auto`` (cuda when a GPU is visible) -> the backend to use.
+
+    ``need_device``: ``cuda`` is refused at once (one line, exit 2) where torch sees no GPU,
+    before anything is built; False where this process only prepares files (a workspace) or a
+    remote service evaluates.
+    """
+    if backend not in ("cpu", "cuda", "auto"):
         raise CudaAgentError(f"unknown backend {backend!r} (choose from auto, cpu, cuda)")
+    if backend == "cpu" or (backend == "cuda" and not need_device):
+        return backend
     import torch
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    visible = bool(torch.cuda.is_available())
+    if backend == "auto":
+        return "cuda" if visible else "cpu"
+    if not visible:
+        raise CudaAgentError(NO_GPU_MESSAGE)
+    return backend
+
+
+NO_GPU_MESSAGE = (
+    "--backend cuda: no CUDA GPU is visible to torch here (torch.cuda.is_available() is False); "
+    "use --backend cpu (or auto)"
+)
 
 
 def resolve_size(size: str, backend: str) -> str:

@@ -81,6 +81,8 @@ def eval_command(
     no_service: bool = typer.Option(False, "--no-service", help="Evaluate in this process."),
 ) -> None:
     """Evaluate SOLUTION against PROBLEM: build, verify, time, reward."""
+    if no_service and service != "auto":
+        raise fail(f"--service {service} and --no-service: give one of them")
     options = eval_options(
         baselines=parse_csv(baselines),
         seed=seed,
@@ -174,8 +176,9 @@ def run_eval(
     info = service_info() if service else None
     if backend == "auto" and info is not None:
         chosen = str(info["backend"])  # no torch import needed to know
-    else:
-        chosen = resolve_backend(backend)
+    else:  # this machine's service evaluating on cuda has the GPU: no look needed here
+        served = info is not None and info.get("backend") == backend
+        chosen = resolve_backend(backend, need_device=not served)
     opts = replace(opts, backend=chosen).validate()
     prob = resolve_problem(problem, resolve_size(size, chosen))
     sol = load_solution(solution)

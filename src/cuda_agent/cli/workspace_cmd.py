@@ -25,7 +25,7 @@ def init_command(
 ) -> None:
     """Create a workdir: SKILL.md, model.py, model_new.py, kernels/ (and, for cuda, the
     binding files)."""
-    chosen = resolve_backend(backend)
+    chosen = resolve_backend(backend, need_device=False)
     prob = resolve_problem(problem, resolve_size(size, chosen))
     spec = problem if not Path(problem).exists() else str(Path(problem).resolve())
     path = init_workspace(prob, directory, chosen, spec, force=force, language=language)

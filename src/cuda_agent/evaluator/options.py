@@ -17,6 +17,8 @@ from cuda_agent.evaluator.worker.protocol import EvalSettings
 from cuda_agent.solutions.language import REQUIRABLE
 
 REWARDS = ("milestone", "continuous")
+# how the CLI spells the time limits (its errors name the option a user typed)
+TIMEOUT_NAMES = {"worker_timeout_s": "--timeout", "baseline_timeout_s": "the baseline timeout"}
 
 
 @dataclass
@@ -42,6 +44,7 @@ class EvalOptions(EvalSettings):
     memory_check_timeout_s: float = 240.0
 
     def validate(self) -> EvalOptions:
+        """Raise ``ConfigError`` (one line: which value, what it must be) on an unusable one."""
         self.validate_settings()
         unknown = [b for b in self.baselines if b not in BASELINES]
         if unknown:
@@ -59,6 +62,9 @@ class EvalOptions(EvalSettings):
             raise ConfigError(
                 f"unknown language {self.language!r} (choose from {', '.join(REQUIRABLE)})"
             )
+        for name in ("worker_timeout_s", "baseline_timeout_s"):
+            if not 0 < getattr(self, name) < float("inf"):
+                raise ConfigError(f"{TIMEOUT_NAMES[name]} must be a number of seconds > 0")
         if not self.memory_check_timeout_s > 0:
             raise ConfigError("the memory check's time limit must be > 0 seconds")
         if not 1 <= self.spare_depth <= 16:

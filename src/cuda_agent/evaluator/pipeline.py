@@ -350,7 +350,7 @@ def _run_candidate(
         allow_unsandboxed=opts.allow_unsandboxed,
         budget=functools.partial(BudgetRule.parse(opts.device_budget).seconds, settings=opts),
     )
-    if opts.profile and opts.backend == "cuda" and outcome.record and outcome.record["correct"]:
+    if opts.profile and opts.backend == "cuda" and (outcome.record or {}).get("correct"):
         notify("profile", "Nsight Compute metrics")
         profile = outcome.record.get("profile") or {}
         profile["ncu"] = ncu_metrics(request, scratch / "ncu", solution.files, opts.sandbox)
