@@ -350,11 +350,12 @@ def _run_candidate(
         allow_unsandboxed=opts.allow_unsandboxed,
         budget=functools.partial(BudgetRule.parse(opts.device_budget).seconds, settings=opts),
     )
-    if opts.profile and opts.backend == "cuda" and (outcome.record or {}).get("correct"):
+    record = outcome.record  # a worker that failed early sends a record without "correct"
+    if opts.profile and opts.backend == "cuda" and record is not None and record.get("correct"):
         notify("profile", "Nsight Compute metrics")
-        profile = outcome.record.get("profile") or {}
+        profile = record.get("profile") or {}
         profile["ncu"] = ncu_metrics(request, scratch / "ncu", solution.files, opts.sandbox)
-        outcome.record["profile"] = profile
+        record["profile"] = profile
     return outcome
 
 
