@@ -31,6 +31,7 @@ from cuda_agent.bench.records import (
     append_record,
     append_started,
     read_records,
+    read_run_info,
     read_started,
     write_run_info,
 )
@@ -80,6 +81,7 @@ def run_solutions(
     write_run_info(
         out_dir,
         {
+            **read_run_info(out_dir),  # the fingerprint, and the figures of an earlier run
             "mode": "solutions",
             "solutions": str(folder),
             "backend": options.backend,
@@ -139,6 +141,7 @@ def run_agent(
     write_run_info(
         out_dir,
         {
+            **read_run_info(out_dir),  # the fingerprint, and the figures of an earlier run
             "mode": "agent",
             "model": agent.make_model().name,
             "attempts": agent.attempts,
