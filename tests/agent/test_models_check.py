@@ -108,3 +108,15 @@ def test_an_unknown_tool_format_is_one_line_and_exit_2(command: str, tmp_path: A
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2
     assert "--tool-format 'xml': choose from auto, native, hermes, json" in result.output
+
+
+def test_a_fix_that_ends_in_a_parenthesis_keeps_it() -> None:
+    from cuda_agent.agent.server_errors import OLLAMA_TOOLS_FIX
+
+    def respond(body: dict[str, Any], index: int) -> tuple[int, dict[str, Any]]:
+        message = f"registry.ollama.ai/library/{body['model']} does not support tools"
+        return 400, {"error": {"message": message, "type": "api_error", "param": None}}
+
+    code, out = check(Provider("ollama", "", respond, fx.VLLM_MODELS), model="Qwen/Qwen3-8B")
+    assert code == 2
+    assert f"fix: {OLLAMA_TOOLS_FIX}\n" in out, out

@@ -245,7 +245,7 @@ def _said(turn: AssistantTurn) -> str:
 
 
 def _fix_of(message: str) -> str:
-    return message.partition("(fix: ")[2].rstrip(")") if "(fix: " in message else ""
+    return message.partition("(fix: ")[2].removesuffix(")") if "(fix: " in message else ""
 
 
 def _server_kind(entries: list[dict[str, Any]], base_url: str) -> str:
