@@ -3,6 +3,7 @@ the cpu backend, run through the real console entry point in a subprocess."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import pytest
 import torch
 
 from cuda_agent.examples import examples_root
+from cuda_agent.problems.sets import bundled_root
 
 RELU_CPU = str(examples_root() / "relu" / "cpu.py")
 no_gpu = pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a GPU")
@@ -61,3 +63,31 @@ def test_cuda_backend_without_a_gpu_is_refused_at_once(
 def test_eval_refuses_a_timeout_that_is_not_positive(value: str) -> None:
     out = cli("eval", "relu", RELU_CPU, "--backend", "cpu", "--timeout", value, "--no-service")
     assert_one_line_exit_2(out, "--timeout must be a number of seconds > 0")
+
+
+RELU_FILE = str(bundled_root() / "level1" / "relu.py")
+
+
+@pytest.mark.slow
+def test_eval_of_a_bundled_problem_file_honours_size_small() -> None:
+    out = cli(
+        "eval", RELU_FILE, RELU_CPU, "--backend", "cpu", "--size", "small",
+        "--baselines", "eager", "--no-memory-check", "--no-service", "--json",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["correct"] is True, result["error"]
+    assert result["details"]["size"] == "small"
+    assert result["problem_id"] == "relu"
+
+
+@pytest.mark.slow
+def test_a_worker_over_its_memory_cap_is_named_not_blamed_on_the_candidate() -> None:
+    out = cli(
+        "eval", "relu", RELU_CPU, "--backend", "cpu", "--size", "standard",
+        "--baselines", "eager", "--no-memory-check", "--no-service", "--json",
+        env={"CUDA_AGENT_WORKER_MEMORY_GB": "3"},
+    )  # fmt: skip
+    result = json.loads(out.stdout)
+    assert "memory_cap" in result["flags"] and "crashed" not in result["flags"]
+    assert "worker exceeded its memory cap of 3 GiB" in result["error"]["message"]

@@ -33,6 +33,7 @@ from cuda_agent.core.locks import device_lock_path
 from cuda_agent.core.paths import ensure_dir
 from cuda_agent.core.types import EvalResult
 from cuda_agent.evaluator.device_budget import scaled_text
+from cuda_agent.evaluator.memory_cap import set_concurrent_workers
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import execute, prepare
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
@@ -74,6 +75,8 @@ class LocalPool(EvalPool):
         self._devices = list(devices)
         self._free: queue.Queue[str] = queue.Queue()
         self.jobs_per_device = max(1, jobs_per_device)
+        # the default memory cap of each worker is this host's share split among them
+        set_concurrent_workers(len(self._devices) * self.jobs_per_device)
         for _ in range(self.jobs_per_device):
             for device in self._devices:
                 self._free.put(device)

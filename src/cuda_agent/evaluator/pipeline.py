@@ -30,6 +30,8 @@ from cuda_agent.evaluator.builder.inline import inline_spec, workdir_spec
 from cuda_agent.evaluator.builder.spec import ExtensionSpec, FlagError
 from cuda_agent.evaluator.compile_baseline import compile_baseline
 from cuda_agent.evaluator.device_budget import BudgetRule
+from cuda_agent.evaluator.memory_cap import FLAG as MEMORY_CAP_FLAG
+from cuda_agent.evaluator.memory_cap import cap_exceeded, cap_message, worker_memory_cap_bytes
 from cuda_agent.evaluator.memory_check import NOTE_INCOMPLETE, check_memory
 from cuda_agent.evaluator.ncu_profile import ncu_metrics
 from cuda_agent.evaluator.options import EvalOptions
@@ -171,7 +173,7 @@ def execute(
         )
         stage_times["worker"] = round(time.monotonic() - started, 3)
         record = EvaluationRecord.from_dict(outcome.record) if outcome.record else None
-        error = _absorb_worker(result, outcome, record)
+        error = _name_memory_cap(result, outcome, _absorb_worker(result, outcome, record), opts)
         problem_lint.attach(result, prepared.problem, opts, record)
         if error is None and opts.memory_check and result.correct:
             started = time.monotonic()
@@ -436,6 +438,21 @@ def _absorb_worker(
             result.details["candidate_stderr_tail"] = _last_lines(outcome.stderr_tail, 20)
         return StageError(stage, record.error.get("message", ""))
     return None
+
+
+def _name_memory_cap(
+    result: EvalResult, outcome: WorkerOutcome, error: StageError | None, opts: EvalOptions
+) -> StageError | None:
+    """A worker whose allocation its memory cap refused: the verdict names the cap (flag
+    ``memory_cap``) instead of blaming the candidate's process (``crashed``)."""
+    cap = worker_memory_cap_bytes(opts.backend) if opts.sandbox else None
+    if error is None or cap is None:
+        return error
+    if not cap_exceeded(f"{error.message}\n{outcome.stderr_tail}"):
+        return error
+    flags = [f for f in result.flags if f != "crashed"] or [f"{error.stage}_failed"]
+    result.flags[:] = [*flags, MEMORY_CAP_FLAG]
+    return StageError(error.stage, f"{cap_message(cap)}: {error.message}")
 
 
 def _over_budget_message(outcome: WorkerOutcome, stage: str) -> str:

@@ -42,6 +42,7 @@ import cuda_agent
 from cuda_agent.core.paths import builds_dir, cache_root, ensure_dir, locks_dir, scratch_dir
 from cuda_agent.core.secret import SANDBOXED_ENV
 from cuda_agent.evaluator.builder.builder import PRIVATE_BUILDS_ENV
+from cuda_agent.evaluator.memory_cap import worker_memory_cap_bytes
 from cuda_agent.evaluator.process_group import kill_group_and_wait
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
 from cuda_agent.evaluator.worker_template import (
@@ -275,7 +276,7 @@ def worker_sandbox(
         tmpdir=private / "tmp",
         network=False,
         cpu_seconds=4 * 3600,
-        address_space_bytes=None if backend == "cuda" or not address_space_limit else 64 << 30,
+        address_space_bytes=worker_memory_cap_bytes(backend) if address_space_limit else None,
         file_size_bytes=4 << 30,
         open_files=8192,
         bind_ro=(builds_dir(), ensure_dir(locks_dir())),

@@ -127,7 +127,7 @@ def load_problem_set(
     if path.is_file() and path.suffix in DATASET_SUFFIXES:
         return dataset_problems(path)
     if path.is_file():
-        return [load_problem_file(path, size=size)]
+        return [load_file(path, size)]
     if not path.is_dir():
         raise ProblemError(f"{spec}: neither 'bundled' nor an existing file or folder")
     if kernelbench_level_dirs(path):
@@ -149,10 +149,29 @@ def resolve_problem(spec: str, size: str = "standard") -> Problem:
         return rows[row_id]
     path = Path(spec).expanduser()
     if path.suffix == ".py" or path.exists():
-        return load_problem_file(path, size=size)
+        return load_file(path, size)
     close = sorted(i for i in entries if spec.lower() in i.lower())
     hint = f" (did you mean: {', '.join(close)})" if close else " (see `cuda-agent problems list`)"
     raise ProblemError(f"{spec}: not a bundled problem id nor a file{hint}")
+
+
+def load_file(path: Path, size: str) -> Problem:
+    """One problem file; a bundled problem's own file loads as its id does (``--size small``
+    applies the manifest's small sizes to a path as it does to an id)."""
+    entry = bundled_entry_at(path)
+    if entry is not None:
+        return load_bundled(entry, size)
+    return load_problem_file(path, size=size)
+
+
+def bundled_entry_at(path: Path) -> BundledEntry | None:
+    """The bundled problem whose file ``path`` is (None for any other file)."""
+    try:
+        target = path.resolve()
+    except OSError:
+        return None
+    root = bundled_root()
+    return next((e for e in bundled_entries() if (root / e.file).resolve() == target), None)
 
 
 def problem_spec(problem: Problem) -> str:

@@ -5,7 +5,8 @@ and put its bytes into an error message or into the module. So compilers of cand
 run under the same isolation as candidate code (``workspace/sandbox.py``), with the build folder
 writable and the harness's secret hidden; they keep the caller's environment and have no
 network. Where no isolation is available they run as they are (the evaluation itself then
-needs ``--allow-unsandboxed``). Does not decide what to compile (``builder.py``).
+needs ``--allow-unsandboxed``). Each compiler process has the memory cap of a cpu worker
+(``evaluator/memory_cap.py``). Does not decide what to compile (``builder.py``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cuda_agent.core.paths import builds_dir
+from cuda_agent.evaluator.memory_cap import worker_memory_cap_bytes
 from cuda_agent.workspace.sandbox import Sandbox, SandboxPolicy
 
 COMPILER_CPU_SECONDS = 3600
@@ -27,7 +29,7 @@ def confine_compiler(
         workdir=cwd,
         tmpdir=cwd / ".tmp",
         cpu_seconds=COMPILER_CPU_SECONDS,
-        address_space_bytes=None,
+        address_space_bytes=worker_memory_cap_bytes("cpu"),  # a compiler: no CUDA context
         file_size_bytes=8 << 30,
         open_files=4096,
         bind_ro=(builds_dir(),),  # the precompiled header (bubblewrap replaces /tmp)

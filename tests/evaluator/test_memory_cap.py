@@ -1,0 +1,59 @@
+"""The worker's memory cap (``evaluator/memory_cap.py``): its default, its override, and the
+words a verdict uses when a worker runs into it."""
+
+from __future__ import annotations
+
+import pytest
+
+from cuda_agent.core.errors import ConfigError
+from cuda_agent.evaluator import memory_cap
+from cuda_agent.evaluator.memory_cap import (
+    MEMORY_CAP_ENV,
+    cap_exceeded,
+    cap_message,
+    worker_memory_cap_bytes,
+)
+
+GIB = 1 << 30
+
+
+def test_default_is_half_the_host_split_among_the_workers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(MEMORY_CAP_ENV, raising=False)
+    monkeypatch.setattr(memory_cap, "host_memory_bytes", lambda: 64 * GIB)
+    memory_cap.set_concurrent_workers(1)
+    assert worker_memory_cap_bytes("cpu") == 32 * GIB
+    memory_cap.set_concurrent_workers(4)
+    assert worker_memory_cap_bytes("cpu") == 8 * GIB
+    memory_cap.set_concurrent_workers(1000)
+    assert worker_memory_cap_bytes("cpu") == memory_cap.MIN_CAP_BYTES
+    memory_cap.set_concurrent_workers(1)
+
+
+def test_no_address_space_cap_on_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(MEMORY_CAP_ENV, "3")
+    assert worker_memory_cap_bytes("cuda") is None
+
+
+@pytest.mark.parametrize(("value", "cap"), [("3", 3 * GIB), ("1.5", 3 * GIB // 2), ("off", None)])
+def test_the_variable_sets_the_cap(
+    monkeypatch: pytest.MonkeyPatch, value: str, cap: int | None
+) -> None:
+    monkeypatch.setenv(MEMORY_CAP_ENV, value)
+    assert worker_memory_cap_bytes("cpu") == cap
+
+
+@pytest.mark.parametrize("value", ["-1", "lots", "inf"])
+def test_an_unusable_variable_is_one_line(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv(MEMORY_CAP_ENV, value)
+    with pytest.raises(ConfigError, match=MEMORY_CAP_ENV):
+        worker_memory_cap_bytes("cpu")
+
+
+def test_a_refused_allocation_is_recognised_and_named() -> None:
+    torch_error = "DefaultCPUAllocator: can't allocate memory: you tried to allocate 1073741824"
+    assert cap_exceeded(torch_error)
+    assert cap_exceeded("Traceback ...\nMemoryError")
+    assert not cap_exceeded("AssertionError: outputs differ")
+    assert cap_message(3 * GIB).startswith("worker exceeded its memory cap of 3 GiB")
