@@ -84,9 +84,14 @@ def _serve_http(
         raise ConfigError(str(err)) from None
     tokens = Tokens.from_env(token_env)
     check_bind(address[0], tokens)  # before any worker starts
-    pool = make_pool(
-        backend, workers, ray, build_workers=build_workers, jobs_per_device=jobs_per_gpu
-    )
+    sock = server.listen(address)  # a port in use: one line, exit 2, before the workers
+    try:
+        pool = make_pool(
+            backend, workers, ray, build_workers=build_workers, jobs_per_device=jobs_per_gpu
+        )
+    except BaseException:
+        sock.close()
+        raise
     base = EvalOptions(backend=backend, keep_spare_worker=True).validate()
     with pool:
         server.run(
@@ -94,7 +99,7 @@ def _serve_http(
             backend,
             str(getattr(pool, "isolation", "")),
             tokens,
-            address,
+            sock,
             db or cache_root() / "service" / "jobs.sqlite",
             base,
             say=lambda line: err_console.print(line, highlight=False, soft_wrap=True),

@@ -11,7 +11,8 @@
 ====================  ==========================================================================
 
 Every job route needs ``Authorization: Bearer TOKEN`` when the service has tokens (401 without
-one) and sees only its tenant's jobs (another tenant's job is a 404). Bodies over
+one, before the body is read or checked: ``Authenticate``) and sees only its tenant's jobs
+(another tenant's job is a 404). Bodies over
 ``max_body_bytes`` are refused with 413 before they are read whole; a submission that cannot be
 evaluated as sent gets its 4xx with one line (``payload.PayloadError``) and changes nothing.
 
@@ -37,6 +38,7 @@ from cuda_agent.service.store import Job
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
 MAX_WAIT_S = 300.0
+PUBLIC_PATHS = frozenset({"/v1/health", "/openapi.json"})  # no token asked
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -93,15 +95,40 @@ class BodyLimit:
 
 
 async def _too_large(send: Send, limit: int) -> None:
-    body = json.dumps({"detail": f"the request body is larger than {limit} bytes"}).encode()
+    await _answer(send, 413, f"the request body is larger than {limit} bytes")
+
+
+async def _answer(
+    send: Send, status: int, detail: str, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    body = json.dumps({"detail": detail}).encode()
     await send(
         {
             "type": "http.response.start",
-            "status": 413,
-            "headers": [(b"content-type", b"application/json")],
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), *(headers or [])],
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+class Authenticate:
+    """ASGI middleware: a request to any route but the public ones without a valid token gets
+    401 before its body is read, so a caller with no valid token learns nothing of what the
+    service would make of the body (422, 413, ...)."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], tokens: Tokens):
+        self.app, self.tokens = app, tokens
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope.get("path") not in PUBLIC_PATHS:
+            headers = dict(scope.get("headers") or [])
+            header = headers.get(b"authorization")
+            if self.tokens.tenant(header.decode("latin-1") if header else None) is None:
+                challenge = [(b"www-authenticate", b"Bearer")]
+                await _answer(send, 401, "a valid bearer token is needed", challenge)
+                return
+        await self.app(scope, receive, send)
 
 
 def _view(job: Job, known: bool = False) -> JobView:
@@ -211,4 +238,4 @@ def create_app(
     async def _agent_error(_request: Request, err: CudaAgentError) -> JSONResponse:
         return JSONResponse({"detail": str(err)}, status_code=400)
 
-    return BodyLimit(api, max_body_bytes)
+    return Authenticate(BodyLimit(api, max_body_bytes), tokens)

@@ -1,9 +1,10 @@
 """Listen: the HTTP service on a socket, its scheduler running, until SIGINT or SIGTERM.
 
-``run`` binds the socket first (so ``--http HOST:0`` knows its port and says it before
-serving), starts the scheduler (which first queues again what a stopped service left
-running), serves with uvicorn, and on a signal stops taking requests, lets the requests in
-progress answer, and stops the scheduler. Jobs still queued or running stay in the store: the
+``listen`` binds the socket first, before any worker starts (so ``--http HOST:0`` knows its
+port and says it before serving, and a port in use is one line, exit 2); ``run`` starts the
+scheduler (which first queues again what a stopped service left running), serves with
+uvicorn, and on a signal stops taking requests, lets the requests in progress answer, and
+stops the scheduler. Jobs still queued or running stay in the store: the
 next start finishes them.
 
 What it does not do: build the pool (the command line does, as for ``bench run``).
@@ -19,6 +20,7 @@ from pathlib import Path
 import uvicorn
 
 from cuda_agent.cluster.pool import EvalPool
+from cuda_agent.core.errors import ConfigError
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.service.app import create_app
 from cuda_agent.service.auth import Tokens, check_bind
@@ -34,24 +36,37 @@ def parse_address(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def listen(address: tuple[str, int]) -> socket.socket:
+    """A socket bound and listening at ``address``; ConfigError (one line) where that fails,
+    e.g. a port another process holds."""
+    host, port = address
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(512)
+    except OSError as err:
+        sock.close()
+        reason = err.strerror or str(err)
+        raise ConfigError(f"--http {host}:{port}: cannot listen there ({reason})") from None
+    return sock
+
+
 def run(
     pool: EvalPool,
     backend: str,
     isolation: str,
     tokens: Tokens,
-    address: tuple[str, int],
+    sock: socket.socket,
     db_path: Path,
     base: EvalOptions,
     say: Callable[[str], None] = print,
 ) -> None:
-    host, port = address
+    """Serve on ``sock`` (from ``listen``) until SIGINT or SIGTERM; closes it."""
+    host, bound = sock.getsockname()[:2]
+    family = sock.family
     check_bind(host, tokens)
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(512)
-    bound = sock.getsockname()[1]
     store = JobStore(db_path)
     devices = len(pool.devices) * max(1, int(getattr(pool, "jobs_per_device", 1)))
     scheduler = Scheduler(store, pool, backend, base, capacity=4 * devices + 4)
