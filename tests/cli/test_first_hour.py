@@ -91,3 +91,15 @@ def test_a_worker_over_its_memory_cap_is_named_not_blamed_on_the_candidate() -> 
     result = json.loads(out.stdout)
     assert "memory_cap" in result["flags"] and "crashed" not in result["flags"]
     assert "worker exceeded its memory cap of 3 GiB" in result["error"]["message"]
+
+
+@pytest.mark.slow
+def test_eval_in_a_log_prints_its_stages() -> None:
+    out = cli(
+        "eval", "relu", RELU_CPU, "--backend", "cpu", "--baselines", "eager",
+        "--no-memory-check", "--no-service",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    lines = out.stderr.splitlines()
+    assert lines[0] == "eval: evaluating cpu.py on relu (cpu)"
+    assert any(line.startswith("[eval ") and "verify" in line for line in lines), lines

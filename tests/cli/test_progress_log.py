@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cuda_agent.cli.progress_log import Reporter
+from cuda_agent.cli.progress_log import Reporter, Status
 from cuda_agent.cluster.board import JobBoard, describe
 from tests.helpers import wait_for
 
@@ -39,3 +39,23 @@ def test_plain_lines_and_summaries_say_what_runs(
     board.finish(second)
     board.finish(third)
     assert describe(board.snapshot()) == "done 3 | running 0 | queued 0"
+
+
+def test_a_long_step_says_it_is_still_running_in_a_log(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CUDA_AGENT_PROGRESS", "plain")
+    err: list[str] = []
+
+    def heartbeats() -> list[str]:
+        err.extend(capsys.readouterr().err.splitlines())
+        return [line for line in err if "(still running," in line]
+
+    with Status("eval", "evaluating x.py on relu (cpu)", interval_s=0.05) as status:
+        status.update("build: compiling (relu, cpu)")
+        assert wait_for(heartbeats), "no heartbeat line"
+    lines = err + capsys.readouterr().err.splitlines()
+    assert lines[0] == "eval: evaluating x.py on relu (cpu)"
+    assert lines[1].startswith("[eval 0m") and lines[1].endswith("] build: compiling (relu, cpu)")
+    beat = "build: compiling (relu, cpu) (still running, 0m00s)"
+    assert any(line.endswith(beat) for line in lines)

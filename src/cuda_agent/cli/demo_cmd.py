@@ -24,6 +24,7 @@ from cuda_agent.cli.common import (
     resolve_size,
 )
 from cuda_agent.cli.episode_view import render_episode
+from cuda_agent.cli.progress_log import Status
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.rollout import EpisodeConfig, run_episode
@@ -51,7 +52,7 @@ def demo_command(
     )
     with ReplayServer(demo_script(chosen)) as server:
         model = OpenAIChatModel("replay", server.base_url, "unused", max_retries=2, backoff_s=0.2)
-        with err_console.status(f"agent (replayed) working on {problem.id}, {chosen} backend"):
+        with Status("demo", f"agent (replayed) working on {problem.id}, {chosen} backend"):
             episode = run_episode(problem, DEMO_PROBLEM, model, run_dir, config)
     render_episode(out_console, run_dir / "trajectory.jsonl", episode)
     if episode.reward < 1:

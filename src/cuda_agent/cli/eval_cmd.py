@@ -12,7 +12,6 @@ from rich.console import Console
 from rich.table import Table
 
 from cuda_agent.cli.common import (
-    err_console,
     fail,
     one_line_errors,
     out_console,
@@ -21,6 +20,7 @@ from cuda_agent.cli.common import (
     resolve_backend,
     resolve_size,
 )
+from cuda_agent.cli.progress_log import Status
 from cuda_agent.cli.render import render_profile, render_result
 from cuda_agent.core.types import EvalResult
 from cuda_agent.evaluator.options import EvalOptions
@@ -193,9 +193,9 @@ def run_eval(
 
     if quiet:
         return run(None)
-    with err_console.status(f"evaluating {sol.path.name} on {prob.id} ({chosen})") as status:
+    with Status("eval", f"evaluating {sol.path.name} on {prob.id} ({chosen})") as status:
 
         def progress(stage: str, text: str) -> None:
-            status.update(f"[bold]{stage}[/]: {text} ({prob.id}, {chosen})")
+            status.update(f"{stage}: {text} ({prob.id}, {chosen})")
 
         return run(progress)

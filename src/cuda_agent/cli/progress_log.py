@@ -8,6 +8,11 @@ queued, and the jobs longest in their phase, so a stuck run says where. If nothi
 ``stall_s`` seconds, every thread's stack goes to stderr (``diagnostics.StallWatch``).
 ``CUDA_AGENT_PROGRESS`` = ``auto`` | ``bar`` | ``plain`` overrides the choice;
 ``CUDA_AGENT_PROGRESS_INTERVAL`` the summary period.
+
+``Status`` is the same choice for one long step (an evaluation, the demo's episode): a spinner
+on a terminal; in a log a line when it starts, one at each new stage, and one every
+``HEARTBEAT_S`` seconds while a stage lasts (a build, a worker's wait), so a log is never
+silent for longer than that.
 """
 
 from __future__ import annotations
@@ -19,12 +24,14 @@ import time
 from types import TracebackType
 
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.status import Status as Spinner
 
 from cuda_agent.cli.common import err_console
 from cuda_agent.cli.diagnostics import StallWatch
 from cuda_agent.cluster.board import JobBoard, describe
 
 SUMMARY_INTERVAL_S = 30.0
+HEARTBEAT_S = 10.0
 STALL_S = 900.0
 
 
@@ -126,3 +133,72 @@ class Reporter:
     def _print(self, line: str) -> None:
         sys.stderr.write(line + "\n")
         sys.stderr.flush()
+
+
+class Status:
+    """``with Status("eval", "evaluating x.py on relu") as status: status.update("build")``.
+
+    On a terminal a rich spinner on stderr; otherwise plain lines on stderr (see the module
+    docstring): ``[eval 0m20s] build: compiling (still running, 0m10s in this stage)``.
+    """
+
+    def __init__(self, label: str, text: str, interval_s: float = HEARTBEAT_S) -> None:
+        self.label = label
+        self.text = text
+        self.interval_s = interval_s
+        self.plain = plain_wanted()
+        self._start = self._stage_start = time.monotonic()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._spinner: Spinner | None = None
+
+    def __enter__(self) -> Status:
+        if self.plain:
+            self._print(f"{self.label}: {self.text}")
+            self._thread = threading.Thread(target=self._heartbeat, daemon=True, name="status")
+            self._thread.start()
+        else:
+            self._spinner = err_console.status(self.text)
+            self._spinner.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+        if self._spinner is not None:
+            self._spinner.stop()
+
+    def update(self, text: str) -> None:
+        """A new stage: a line now (plain), the spinner's text (terminal)."""
+        with self._lock:
+            changed = text != self.text
+            self.text = text
+            if changed:
+                self._stage_start = time.monotonic()
+        if self.plain and changed:
+            self._print(f"[{self.label} {_clock(time.monotonic() - self._start)}] {text}")
+        elif self._spinner is not None:
+            self._spinner.update(text)
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            with self._lock:
+                text, stage_s = self.text, time.monotonic() - self._stage_start
+            elapsed = _clock(time.monotonic() - self._start)
+            self._print(f"[{self.label} {elapsed}] {text} (still running, {_clock(stage_s)})")
+
+    def _print(self, line: str) -> None:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+
+def _clock(seconds: float) -> str:
+    whole = int(seconds)
+    return f"{whole // 60}m{whole % 60:02d}s"
