@@ -10,8 +10,10 @@ import typer
 from cuda_agent.agent.loop import AgentLimits
 from cuda_agent.agent.models import TOOL_FORMATS, ChatModel, OpenAIChatModel, ScriptedModel
 from cuda_agent.agent.replays import load_script
+from cuda_agent.agent.trajectory import read_events
 from cuda_agent.cli.common import (
     err_console,
+    fail,
     one_line_errors,
     out_console,
     print_json,
@@ -23,6 +25,8 @@ from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.rollout import EpisodeConfig, run_episode
+
+EXIT_MODEL = 3  # the episode ended because the model endpoint failed (its cause on stderr)
 
 
 @one_line_errors
@@ -51,7 +55,8 @@ def solve_command(
         "(default: a cuda workspace, any language accepted).",
     ),
 ) -> None:
-    """Run the agent on PROBLEM in a fresh workspace; the harness scores the result."""
+    """Run the agent on PROBLEM in a fresh workspace; the harness scores the result (exit 3
+    with the cause when the model endpoint failed)."""
     chosen = resolve_backend(backend)
     prob = resolve_problem(problem, resolve_size(size, chosen))
     chat = make_model(model, base_url, api_key_env, replay, tool_format, stream)
@@ -80,6 +85,15 @@ def solve_command(
         print_json({"problem": prob.id, **episode.to_dict()})
     else:
         render_episode(out_console, out / "trajectory.jsonl", episode)
+    if episode.exit_reason == "model_error":
+        cause = exit_detail(out / "trajectory.jsonl") or "no cause recorded"
+        raise fail(f"the model endpoint failed: {cause} (episode files in {out})", EXIT_MODEL)
+
+
+def exit_detail(trajectory: Path) -> str:
+    """The detail of the episode's last ``exit`` event (why it ended), or ""."""
+    exits = [e for e in read_events(trajectory) if e.get("kind") == "exit"]
+    return str(exits[-1].get("detail") or "") if exits else ""
 
 
 def make_model(
