@@ -1,0 +1,31 @@
+"""Options that contradict each other are refused in one line, exit 2, before any work."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from cuda_agent.examples import examples_root
+
+
+def test_service_url_and_no_service_are_refused() -> None:
+    solution = str(examples_root() / "relu" / "cpu.py")
+    args = ["eval", "relu", solution, "--backend", "cpu"]
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cuda_agent",
+            *args,
+            "--service",
+            "http://127.0.0.1:9",
+            "--no-service",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 2, (done.stdout[-2000:], done.stderr[-2000:])
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--service http://127.0.0.1:9 and --no-service" in lines[0]
+    assert done.stdout == ""
