@@ -131,3 +131,39 @@ def test_templates_ship_with_the_package() -> None:
         assert folder.joinpath(name).is_file(), name
     pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
     assert '"bench/templates/*"' in pyproject
+
+
+def test_the_header_reads_as_text_and_names_each_item_once(tmp_path: Path) -> None:
+    import json
+
+    from cuda_agent.cluster.ledger import describe
+
+    run = _run(tmp_path)
+    figures = {
+        "devices": 1,
+        "wall_s": 12.0,
+        "device_held_fraction": 0.5,
+        "device_work_fraction": 0.25,
+        "queue_wait_s": {"total": 1.0, "mean": 0.5, "max": 1.0, "jobs": 2},
+        "longest_hold_s": 3.0,
+        "phases_s": {"build": 2.0, "worker": 4.0},
+        "worker_start_s": 1.0,
+    }
+    info = {
+        "mode": "solutions",
+        "backend": "cpu",
+        "problems": 4,
+        "devices": ["cpu0", "cpu1"],
+        "requeued_last": [],
+        "utilization": figures,
+        "fingerprint": {"policy": "strict", "problems": "4 problems, sha256 0123456789ab"},
+    }
+    (run / "run.json").write_text(json.dumps(info))
+    header = dict(report_data(run, [], now=dt.datetime(2025, 1, 2, 3, 4)).header)
+    labels = [label for label, _ in report_data(run, []).header]
+    assert len(labels) == len(set(labels)), labels
+    assert header["Utilization"] == describe(figures)
+    assert header["Devices"] == "cpu0, cpu1" and header["Requeued last"] == "none"
+    assert header["Judged under"] == "policy strict; problems 4 problems, sha256 0123456789ab"
+    assert header["Problems in the set"] == "4" and header["Problems judged"] == "4 (3 solved)"
+    assert not any(value.startswith(("{", "[")) for value in header.values()), header

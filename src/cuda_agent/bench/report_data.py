@@ -60,7 +60,12 @@ RUN_INFO_KEYS = (
     ("model", "Model"),
     ("solutions", "Solutions"),
     ("started", "Started"),
+    ("problems", "Problems in the set"),
 )
+INFO_LABELS = {  # run.json's other keys whose name alone would read oddly
+    "fingerprint": "Judged under",
+    "jobs_per_device": "Jobs per device",
+}
 DISTRIBUTIONS = (("speedup_eager", "eager"), ("speedup_compile", "torch.compile"))
 PROBLEM_COLUMNS = (
     "Problem",
@@ -248,11 +253,12 @@ def header_items(
             items.append((label, _info_value(key, info[key])))
     for key, value in info.items():
         if key not in known and key != "label" and value not in (None, ""):
-            items.append((key.replace("_", " ").capitalize(), _info_value(key, value)))
+            label = INFO_LABELS.get(key) or key.replace("_", " ").capitalize()
+            items.append((label, _info_value(key, value)))
     n_correct = sum(1 for r in chosen.values() if r.correct)
     generated = (now or _dt.datetime.now()).astimezone()
     items += [
-        ("Problems", f"{len(chosen)} ({n_correct} solved)"),
+        ("Problems judged", f"{len(chosen)} ({n_correct} solved)"),
         ("Attempts", str(len(records))),
         ("Report generated", generated.strftime("%Y-%m-%d %H:%M %Z")),
     ]
@@ -266,9 +272,29 @@ def _info_value(key: str, value: Any) -> str:
             return stamp.strftime("%Y-%m-%d %H:%M:%S UTC")
         except (OverflowError, OSError, ValueError):
             return str(value)
+    if key == "utilization" and isinstance(value, dict):
+        return _utilization(value)
+    if isinstance(value, list) and all(_scalar(v) for v in value):
+        return ", ".join(str(v) for v in value) or "none"
+    if isinstance(value, dict) and all(_scalar(v) for v in value.values()):
+        return "; ".join(f"{str(k).replace('_', ' ')} {v}" for k, v in value.items()) or "none"
     if isinstance(value, dict | list):
         return compact(value, 500)
     return str(value)
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, str | int | float | bool)
+
+
+def _utilization(figures: dict[str, Any]) -> str:
+    """The line ``bench run`` printed (``cluster/ledger.describe``); JSON if it is not whole."""
+    from cuda_agent.cluster.ledger import describe
+
+    try:
+        return describe(figures)
+    except (KeyError, TypeError, ValueError):
+        return compact(figures, 500)
 
 
 # --------------------------------------------------------------------------- metrics
