@@ -14,6 +14,7 @@ from cuda_agent.cli.diagnostics import install_diagnostics
 from cuda_agent.cli.eval_cmd import eval_command
 from cuda_agent.cli.examples_cmd import examples_command
 from cuda_agent.cli.export_cmd import export_command
+from cuda_agent.cli.help_text import tidy_commands
 from cuda_agent.cli.serve_cmd import serve_command
 from cuda_agent.cli.solve_cmd import solve_command
 from cuda_agent.cli.synth_cmd import synth_command
@@ -43,6 +44,7 @@ app.command("export")(export_command)
 app.command("synth")(synth_command)
 app.command("train")(train_command)
 app.command("serve")(serve_command)
+tidy_commands(app)
 
 
 def _version(value: bool) -> None:
