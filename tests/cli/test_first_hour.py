@@ -103,3 +103,52 @@ def test_eval_in_a_log_prints_its_stages() -> None:
     lines = out.stderr.splitlines()
     assert lines[0] == "eval: evaluating cpu.py on relu (cpu)"
     assert any(line.startswith("[eval ") and "verify" in line for line in lines), lines
+
+
+BROKEN_PROBLEM = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+def get_inputs():
+    raise ValueError("no inputs today")
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.mark.slow
+def test_text_report_of_a_failed_problem_says_what_is_known(tmp_path: Path) -> None:
+    problem = tmp_path / "broken.py"
+    problem.write_text(BROKEN_PROBLEM)
+    out = cli(
+        "eval", str(problem), RELU_CPU, "--backend", "cpu", "--baselines", "eager",
+        "--no-memory-check", "--no-service",
+    )  # fmt: skip
+    assert out.returncode == 2, out.stderr
+    rows = {line.strip("│ ").split("  ")[0]: line for line in out.stdout.splitlines()}
+    assert "(?)" not in rows["backend"] and "cpu" in rows["backend"]
+    assert "C++" in rows["language"] and "cuda" not in rows["language"]
+    assert "- (stopped at problem)" in rows["compiled"]
+
+
+def test_compile_in_a_fresh_cpp_workspace_does_not_mention_triton(tmp_path: Path) -> None:
+    work = tmp_path / "w"
+    assert cli("workspace", "init", "relu", str(work), "--backend", "cpu").returncode == 0
+    out = cli("tool", "compile", cwd=work)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("compile: ok") and "Triton" not in out.stdout
+
+
+@pytest.mark.slow
+def test_demo_leaves_no_temporary_folder_behind(tmp_path: Path) -> None:
+    out = cli("demo", "--backend", "cpu", env={"TMPDIR": str(tmp_path)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "files not kept" in out.stdout
+    assert not list(tmp_path.glob("cuda-agent-demo-*"))

@@ -25,6 +25,7 @@ from cuda_agent.cli.common import (
 )
 from cuda_agent.cli.episode_view import render_episode
 from cuda_agent.cli.progress_log import Status
+from cuda_agent.core.types import Problem
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.rollout import EpisodeConfig, run_episode
@@ -40,20 +41,31 @@ EXPLANATION = (
 @one_line_errors
 def demo_command(
     backend: str = typer.Option("auto", help="cpu, cuda, or auto (cuda when a GPU is visible)."),
-    out: Path | None = typer.Option(None, help="Run folder (default: a new temporary one)."),
+    out: Path | None = typer.Option(
+        None, help="Run folder to keep (default: a temporary one, removed at the end)."
+    ),
 ) -> None:
     """Watch a (replayed) agent write, fix, verify and profile a kernel for a bundled problem."""
     chosen = resolve_backend(backend)
     problem = resolve_problem(DEMO_PROBLEM, resolve_size("auto", chosen))
-    run_dir = out or Path(tempfile.mkdtemp(prefix="cuda-agent-demo-"))
     err_console.print(EXPLANATION.format(problem=DEMO_PROBLEM))
-    config = EpisodeConfig(
-        backend=chosen, eval_options=EvalOptions(backend=chosen, keep_spare_worker=True)
-    )
-    with ReplayServer(demo_script(chosen)) as server:
-        model = OpenAIChatModel("replay", server.base_url, "unused", max_retries=2, backoff_s=0.2)
-        with Status("demo", f"agent (replayed) working on {problem.id}, {chosen} backend"):
-            episode = run_episode(problem, DEMO_PROBLEM, model, run_dir, config)
-    render_episode(out_console, run_dir / "trajectory.jsonl", episode)
-    if episode.reward < 1:
+    if out is not None:
+        reward = run_demo(problem, chosen, out, kept=True)
+    else:  # a temporary run folder: removed once the result is shown
+        with tempfile.TemporaryDirectory(prefix="cuda-agent-demo-") as folder:
+            reward = run_demo(problem, chosen, Path(folder), kept=False)
+    if reward < 1:
         raise typer.Exit(1)
+
+
+def run_demo(problem: Problem, backend: str, run_dir: Path, kept: bool) -> float:
+    """Run the replayed episode in ``run_dir``, show it, and return its reward."""
+    config = EpisodeConfig(
+        backend=backend, eval_options=EvalOptions(backend=backend, keep_spare_worker=True)
+    )
+    with ReplayServer(demo_script(backend)) as server:
+        model = OpenAIChatModel("replay", server.base_url, "unused", max_retries=2, backoff_s=0.2)
+        with Status("demo", f"agent (replayed) working on {problem.id}, {backend} backend"):
+            episode = run_episode(problem, DEMO_PROBLEM, model, run_dir, config)
+    render_episode(out_console, run_dir / "trajectory.jsonl", episode, kept=kept)
+    return episode.reward

@@ -13,7 +13,10 @@ from cuda_agent.evaluator.workspace_commands import fmt_us, fmt_x
 from cuda_agent.rollout import EpisodeResult
 
 
-def render_episode(console: Console, trajectory: Path, episode: EpisodeResult) -> None:
+def render_episode(
+    console: Console, trajectory: Path, episode: EpisodeResult, kept: bool = True
+) -> None:
+    """What the agent did, then the result; ``kept=False``: the run folder is removed after."""
     lines = []
     pending: dict[str, str] = {}
     for event in read_events(trajectory):
@@ -41,7 +44,8 @@ def render_episode(console: Console, trajectory: Path, episode: EpisodeResult) -
             f"best verified: reward {best.reward:g}, x eager "
             f"{fmt_x(best.speedup_eager)}, x compile {fmt_x(best.speedup_compile)}"
         )
-    summary.append(f"episode reward (harness): {episode.reward:g}; files in {episode.out_dir}")
+    files = f"files in {episode.out_dir}" if kept else "files not kept (--out DIR keeps them)"
+    summary.append(f"episode reward (harness): {episode.reward:g}; {files}")
     console.print(Panel("\n".join(summary), title="result", expand=False))
 
 

@@ -16,18 +16,34 @@ def verdict_text(result: EvalResult) -> str:
     return "[green]correct[/]" if result.correct else "[red]incorrect[/]"
 
 
+# stages that stop an evaluation before the candidate is built: "compiled" is not known there
+BEFORE_BUILD = ("problem", "static", "internal")
+
+
+def language_text(language: str, backend: str) -> str:
+    """The kernel language as a user reads it: C++ extensions on the cpu backend are C++."""
+    return language.replace("cuda", "C++") if backend == "cpu" else language
+
+
+def compiled_text(result: EvalResult) -> str:
+    if result.compiled:
+        return "yes"
+    if result.error is not None and result.error.stage in BEFORE_BUILD:
+        return f"- (stopped at {result.error.stage})"
+    return "no"
+
+
 def render_result(console: Console, result: EvalResult) -> None:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
     table.add_column()
     table.add_row("problem", f"{result.problem_id} ({result.details.get('size', '?')} size)")
-    table.add_row(
-        "backend", f"{result.backend} ({result.details.get('device', {}).get('device', '?')})"
-    )
+    device = result.details.get("device", {}).get("device")
+    table.add_row("backend", f"{result.backend} ({device})" if device else result.backend)
     if result.language:
-        table.add_row("language", result.language)
+        table.add_row("language", language_text(result.language, result.backend))
     table.add_row("verdict", verdict_text(result))
-    table.add_row("compiled", "yes" if result.compiled else "no")
+    table.add_row("compiled", compiled_text(result))
     table.add_row("runtime", fmt_us(result.runtime_us))
     table.add_row("eager", f"{fmt_us(result.eager_us)}  (speed-up {fmt_x(result.speedup_eager)})")
     table.add_row(

@@ -72,7 +72,7 @@ def run_tool(
     if command == "compile":
         kernels = {k: v for k, v in solution.files.items() if k.startswith("kernels/")}
         if not any(not k.endswith(".py") for k in kernels):
-            return _parse_check(solution)
+            return _parse_check(solution, str(meta.get("language", "cuda")))
         build = build_extension(workdir_spec(meta["backend"], kernels, harness_binding_files()))
         if not build.ok:
             return ToolReply(1, f"compile: FAILED\n{build.error}")
@@ -93,9 +93,10 @@ def run_tool(
     return ToolReply(0 if result.correct else 1, "\n".join(lines), result)
 
 
-def _parse_check(solution: Solution) -> ToolReply:
-    """``compile`` of a workdir with no C++/CUDA sources (Triton kernels): its Python files
-    parse, and ``model_new.py`` defines ``ModelNew`` (Triton compiles at the first launch)."""
+def _parse_check(solution: Solution, language: str) -> ToolReply:
+    """``compile`` of a workdir with no C++/CUDA sources (Triton kernels, or a C++ workdir
+    before its first source): its Python files parse, and ``model_new.py`` defines
+    ``ModelNew`` (Triton compiles at the first launch)."""
     for name, text in sorted(solution.files.items()):
         if not name.endswith(".py"):
             continue
@@ -106,7 +107,11 @@ def _parse_check(solution: Solution) -> ToolReply:
     report = analyse(solution.files[solution.entry_file], solution.entry_file)
     if report.error:
         return ToolReply(1, f"compile: FAILED\n{report.error}")
-    return ToolReply(0, "compile: ok (no C++/CUDA sources; Triton compiles at the first launch)")
+    if language == "triton":
+        return ToolReply(
+            0, "compile: ok (no C++/CUDA sources; Triton compiles at the first launch)"
+        )
+    return ToolReply(0, "compile: ok (no C++/CUDA sources under kernels/ yet; the Python parses)")
 
 
 def agent_summary(result: EvalResult) -> str:
