@@ -152,3 +152,9 @@ def test_demo_leaves_no_temporary_folder_behind(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr[-2000:]
     assert "files not kept" in out.stdout
     assert not list(tmp_path.glob("cuda-agent-demo-*"))
+
+
+def test_problems_check_of_a_bundled_file_honours_size_small() -> None:
+    out = cli("problems", "check", RELU_FILE, "--size", "small", "--backend", "cpu")
+    assert out.returncode == 0, out.stderr
+    assert "inputs [16, 1024] float32" in " ".join(out.stdout.split())
