@@ -77,3 +77,12 @@ def test_a_resume_under_other_options_or_solutions_is_refused(tmp_path: Path) ->
     info = json.loads((out / "run.json").read_text())
     assert info["policy"] == "kernelbench" and info["fingerprint"]["policy"] == "kernelbench"
     assert len((out / "results.jsonl").read_text().splitlines()) == 1
+
+
+def test_an_agent_run_is_told_apart_by_its_model_and_limits_not_its_url() -> None:
+    from cuda_agent.cli.bench_cmd import agent_source
+
+    source = agent_source("m", "auto", 200, 16384, 131072)
+    assert "base_url" not in source and source["mode"] == "agent"
+    assert first_difference(source, agent_source("m", "auto", 150, 16384, 131072)) == "max_turns"
+    assert first_difference(source, agent_source("m2", "auto", 200, 16384, 131072)) == "model"

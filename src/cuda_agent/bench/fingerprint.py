@@ -9,7 +9,8 @@ the first option that differs; ``--fresh`` discards the folder's results first.
 
 What it does not do: notice a solution file edited in place (the folder's path is recorded,
 not its contents), nor judge options that only change how a run is spread (workers, Ray,
-``--jobs-per-gpu``, ``--parallel``, ``--attempts``: more attempts add to the earlier ones).
+``--jobs-per-gpu``, ``--parallel``, ``--attempts``: more attempts add to the earlier ones),
+nor the model's ``--base-url`` (the same model served elsewhere after a restart).
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ OPTION_NAMES = {
     "problems": "--problems/--levels/--size",
     "solutions": "--solutions",
     "model": "--model",
-    "base_url": "--base-url",
     "tool_format": "--tool-format",
     "max_turns": "--max-turns",
     "max_output_tokens": "--max-output-tokens",

@@ -163,7 +163,7 @@ def run_command(
         source = {"mode": "solutions", "solutions": str(solutions.resolve())}
     else:
         limits = (tool_format, max_turns, max_output_tokens, context_tokens)
-        source = agent_source(model, base_url, *limits)
+        source = agent_source(model, *limits)
     prepare_run_folder(out, fingerprint(options, problem_list, source), fresh)
     if remote is not None:
         pool: EvalPool = remote
@@ -231,17 +231,16 @@ def select_problems(spec: str, levels: str | None, size: str) -> list[Problem]:
 
 def agent_source(
     model: str,
-    base_url: str,
     tool_format: str,
     max_turns: int,
     max_output_tokens: int,
     context_tokens: int,
 ) -> dict[str, str]:
-    """The agent mode's part of the run's fingerprint."""
+    """The agent mode's part of the run's fingerprint (not the endpoint's URL: the same model
+    served elsewhere after a restart resumes the run)."""
     return {
         "mode": "agent",
         "model": model,
-        "base_url": base_url,
         "tool_format": tool_format,
         "max_turns": str(max_turns),
         "max_output_tokens": str(max_output_tokens),
