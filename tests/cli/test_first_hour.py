@@ -158,3 +158,22 @@ def test_problems_check_of_a_bundled_file_honours_size_small() -> None:
     out = cli("problems", "check", RELU_FILE, "--size", "small", "--backend", "cpu")
     assert out.returncode == 0, out.stderr
     assert "inputs [16, 1024] float32" in " ".join(out.stdout.split())
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (("bench", "run", "--out", "{tmp}/b", "--backend", "cpu", "--workers", "0"), "--workers"),
+        (("solve", "relu", "--out", "{tmp}/s", "--max-turns", "0"), "--max-turns"),
+        (("solve", "relu", "--out", "{tmp}/s", "--wall-clock", "-5"), "--wall-clock"),
+        (("serve", "--backend", "cpu", "--workers", "0"), "--workers"),
+        (("problems", "lint", "--backend", "cpu", "--timeout", "-1"), "--timeout"),
+    ],
+    ids=["bench-workers", "solve-turns", "solve-wall-clock", "serve-workers", "lint-timeout"],
+)
+def test_numeric_options_must_be_positive(
+    args: tuple[str, ...], option: str, tmp_path: Path
+) -> None:
+    out = cli(*(a.format(tmp=tmp_path) for a in args))
+    assert_one_line_exit_2(out, f"{option} must be a number > 0")
+    assert not list(tmp_path.iterdir())

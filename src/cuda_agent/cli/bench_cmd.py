@@ -36,6 +36,7 @@ from cuda_agent.cli.common import (
     parse_csv,
     parse_levels,
     print_json,
+    require_positive,
     resolve_backend,
     resolve_size,
 )
@@ -117,6 +118,16 @@ def run_command(
 ) -> None:
     """Evaluate every problem of the set; progress shows live pass / faster counts (a bar on a
     terminal; in a log, a line per finished job and a summary every 30 s)."""
+    require_positive(
+        attempts=attempts,
+        parallel=parallel,
+        max_turns=max_turns,
+        max_output_tokens=max_output_tokens,
+        context_tokens=context_tokens,
+        workers=workers,
+        build_workers=build_workers,
+        jobs_per_gpu=jobs_per_gpu,
+    )
     remote = None
     if service is not None:
         if ray or workers or jobs_per_gpu > 1:

@@ -78,6 +78,15 @@ NO_GPU_MESSAGE = (
 )
 
 
+def require_positive(**values: float | None) -> None:
+    """Refuse (one line, exit 2 under ``one_line_errors``) a numeric option that is not a finite
+    number > 0; None means not given. Keyword names are the options' (``max_turns``)."""
+    for name, value in values.items():
+        if value is not None and not 0 < value < float("inf"):
+            option = "--" + name.replace("_", "-")
+            raise CudaAgentError(f"{option} must be a number > 0 (got {value:g})")
+
+
 def resolve_size(size: str, backend: str) -> str:
     if size == "auto":
         return "small" if backend == "cpu" else "standard"

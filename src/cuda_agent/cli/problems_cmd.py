@@ -15,6 +15,7 @@ from cuda_agent.cli.common import (
     out_console,
     parse_levels,
     print_json,
+    require_positive,
     resolve_backend,
     resolve_size,
 )
@@ -130,6 +131,7 @@ def lint_command(
     alone afterwards, so a crowded GPU never makes a problem look broken. The report is
     rewritten after every problem, so an interrupted run loses nothing with ``--resume``.
     """
+    require_positive(timeout=timeout, workers=workers, worker_slots=worker_slots)
     chosen = resolve_backend(backend)
     problems = load_problem_set(set_, parse_levels(levels), resolve_size(size, chosen))
     report: dict[str, dict[str, object]] = {}

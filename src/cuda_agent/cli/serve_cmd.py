@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from cuda_agent.cli.common import err_console, one_line_errors, resolve_backend
+from cuda_agent.cli.common import err_console, one_line_errors, require_positive, resolve_backend
 from cuda_agent.core.errors import ConfigError
 from cuda_agent.core.paths import cache_root
 
@@ -38,6 +38,7 @@ def serve_command(
 ) -> None:
     """Keep evaluation workers ready for this machine's `eval` and `tool verify`, or with
     --http serve the reward to trainers over HTTP (stop with Ctrl-C or SIGTERM)."""
+    require_positive(workers=workers, build_workers=build_workers, jobs_per_gpu=jobs_per_gpu)
     chosen = resolve_backend(backend)
     if http is not None:
         _serve_http(chosen, http, token_env, db, ray, workers, build_workers, jobs_per_gpu)

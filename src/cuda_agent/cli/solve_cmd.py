@@ -17,6 +17,7 @@ from cuda_agent.cli.common import (
     one_line_errors,
     out_console,
     print_json,
+    require_positive,
     resolve_backend,
     resolve_size,
 )
@@ -57,6 +58,12 @@ def solve_command(
 ) -> None:
     """Run the agent on PROBLEM in a fresh workspace; the harness scores the result (exit 3
     with the cause when the model endpoint failed)."""
+    require_positive(
+        max_turns=max_turns,
+        context_tokens=context_tokens,
+        max_output_tokens=max_output_tokens,
+        wall_clock=wall_clock,
+    )
     chosen = resolve_backend(backend)
     prob = resolve_problem(problem, resolve_size(size, chosen))
     chat = make_model(model, base_url, api_key_env, replay, tool_format, stream)
