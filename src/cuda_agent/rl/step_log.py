@@ -2,14 +2,16 @@
 
 ``StepLog(path)`` is a ``transformers.TrainerCallback``. The reward side calls
 ``scoring_started()`` when a step's completions are handed over for scoring and
-``record(reward, passed, seconds, completion_tokens, flags)`` for each one; the callback closes the
-step when the trainer logs it and appends one JSON line to ``path`` (``steps.jsonl`` in the
-run folder):
+``record(reward, passed, seconds, completion_tokens, flags, outcome)`` for each one; the
+callback closes the step when the trainer logs it and appends one JSON line to ``path``
+(``steps.jsonl`` in the run folder):
 
 * ``step``, ``rewards`` (in order), ``mean_reward``, ``pass_rate`` (the share of completions
   the evaluator found correct), ``completion_tokens`` (summed; from TRL's mean length when the
   reward side does not know them), ``num_tokens`` (TRL's count of tokens seen so far),
-  ``flags`` (how many of the step's evaluations raised each integrity flag);
+  ``flags`` (how many of the step's evaluations raised each integrity flag), ``outcomes``
+  (how many replies ended in each of ``curriculum.tasks.OUTCOMES``: no answer, no build,
+  rejected, passed; empty when the reward side does not say);
 * ``seconds``: ``step`` (from the trainer's step start to its end), ``generation`` (from the
   step start until scoring started: prompt rendering, generation, decoding and, in agentic
   runs, the tool calls), ``evaluation`` (summed over the evaluator calls), ``update`` (the
@@ -43,6 +45,7 @@ class StepLog(TrainerCallback):  # type: ignore[misc,unused-ignore]
         self._evaluation_s = 0.0
         self._tokens: int | None = None
         self._flags: dict[str, int] = {}
+        self._outcomes: dict[str, int] = {}
         self._pending: dict[str, Any] | None = None
 
     # -- the reward side ---------------------------------------------------------------------
@@ -58,6 +61,7 @@ class StepLog(TrainerCallback):  # type: ignore[misc,unused-ignore]
         seconds: float,
         completion_tokens: int | None = None,
         flags: list[str] | tuple[str, ...] = (),
+        outcome: str | None = None,
     ) -> None:
         if self._scoring is None:  # scoring began when this evaluation did
             self._scoring = time.monotonic() - seconds
@@ -68,6 +72,8 @@ class StepLog(TrainerCallback):  # type: ignore[misc,unused-ignore]
             self._tokens = (self._tokens or 0) + completion_tokens
         for flag in flags:
             self._flags[flag] = self._flags.get(flag, 0) + 1
+        if outcome is not None:
+            self._outcomes[outcome] = self._outcomes.get(outcome, 0) + 1
 
     # -- the trainer's events ----------------------------------------------------------------
 
@@ -75,6 +81,7 @@ class StepLog(TrainerCallback):  # type: ignore[misc,unused-ignore]
         self._begin = time.monotonic()
         self._scoring, self._rewards, self._passed = None, [], []
         self._evaluation_s, self._tokens, self._flags = 0.0, None, {}
+        self._outcomes = {}
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         end = time.monotonic()
@@ -88,6 +95,7 @@ class StepLog(TrainerCallback):  # type: ignore[misc,unused-ignore]
             "pass_rate": sum(self._passed) / len(self._passed) if self._passed else None,
             "completion_tokens": self._tokens,
             "flags": dict(sorted(self._flags.items())),
+            "outcomes": dict(sorted(self._outcomes.items())),
             "seconds": {
                 "step": round(step_s, 3),
                 "generation": round(generation_s, 3),

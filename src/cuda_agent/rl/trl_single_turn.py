@@ -46,21 +46,28 @@ from cuda_agent.rl.curriculum.problem_set import (
     row_spec,
 )
 from cuda_agent.rl.curriculum.scoring import pooled_evaluator, score_batch
-from cuda_agent.rl.curriculum.tasks import check_task, messages
+from cuda_agent.rl.curriculum.tasks import check_task, messages, outcome
 
 COMPLETIONS_FILE = "completions.jsonl"
+
+
+def task_list(task: str) -> list[str]:
+    """The tasks of ``task``: one name, or several joined by ``+`` (``fill-in+kernel``)."""
+    return [check_task(name) for name in task.split("+")]
 
 
 def curriculum_rows(
     task: str, folder: Path, split: str, backend: str, limit: int | None = None
 ) -> list[dict[str, Any]]:
-    """One dataset row per problem of the split: ``prompt`` (the task's chat prompt) and
-    ``problem`` (the problem spec)."""
+    """One dataset row per problem of the split and task: ``prompt`` (the task's chat
+    prompt), ``problem`` (the problem spec) and ``task``."""
     rows = []
-    for row in read_split(folder, split)[:limit]:
-        spec = row_spec(folder, row)
-        problem = resolve_problem(spec)
-        rows.append({"prompt": messages(task, problem, backend), "problem": spec})
+    for name in task_list(task):
+        for row in read_split(folder, split)[:limit]:
+            spec = row_spec(folder, row)
+            problem = resolve_problem(spec)
+            prompt = messages(name, problem, backend)
+            rows.append({"prompt": prompt, "problem": spec, "task": name})
     return rows
 
 
@@ -109,7 +116,7 @@ def run_curriculum(
     from cuda_agent.rl.step_log import STEPS_FILE, StepLog
     from cuda_agent.rl.trl_settings import grpo_settings
 
-    check_task(task)
+    task_list(task)
     if steps < 1:
         raise ValueError("run_curriculum: steps must be >= 1")
     out.mkdir(parents=True, exist_ok=True)
@@ -202,34 +209,37 @@ def _reward_function(
         completion_ids: list[list[int]] | None = None,
         problem: list[str] | None = None,
         trainer_state: Any = None,
-        **_: Any,
+        **columns: Any,
     ) -> list[float | None]:
         step_log.scoring_started()
         specs = list(problem or [])
+        tasks = list(columns.get("task") or [task] * len(specs))
         texts = [completion_text(completion) for completion in completions]
         began = time.monotonic()
-        batch = score_batch(task, specs, texts, backend, options, evaluator, jobs)
+        batch = score_batch(tasks, specs, texts, backend, options, evaluator, jobs)
         share = (time.monotonic() - began) / max(1, len(batch))  # wall time, shared out
         scores: list[float | None] = []
         for index, score in enumerate(batch):
             tokens = len(completion_ids[index]) if completion_ids is not None else None
             flags = list(score.result.flags) if score.result is not None else []
-            step_log.record(score.reward, score.correct, share, tokens, flags)
+            step_log.record(score.reward, score.correct, share, tokens, flags, outcome(score))
             scores.append(score.reward)
             rewards.append(score.reward)
             error = score.result.error if score.result is not None else None
             line = {
                 "step": int(getattr(trainer_state, "global_step", 0)) + 1,
+                "task": tasks[index],
                 "problem": specs[index],
                 "reply": texts[index],
                 "answer": score.answer,
                 "reward": score.reward,
                 "error_stage": error.stage if error is not None else None,
+                "outcome": outcome(score),
                 "flags": flags,
             }
             with open(out / COMPLETIONS_FILE, "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(line) + "\n")
         return scores
 
-    reward.__name__ = task.replace("-", "_")
+    reward.__name__ = task.replace("-", "_").replace("+", "_")
     return reward

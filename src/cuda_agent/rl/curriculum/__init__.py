@@ -2,10 +2,10 @@
 
 ``ops`` (the elementwise operators and their compositions), ``problem_set`` (the problems,
 split into train and held-out and decontaminated), ``scaffold`` (the fill-in workspace),
-``tasks`` (the two tasks: prompts, answers, rewards), ``evaluate`` (a model's pass rate on a
+``tasks`` (the three tasks: prompts, answers, rewards), ``evaluate`` (a model's pass rate on a
 split). docs/training.md has the overview. Here: the task names and the evaluation policy
 each task is scored under (importing this package loads nothing else).
 """
 
-TASKS = ("model-new", "fill-in")
-POLICIES = {"model-new": "off", "fill-in": "strict"}
+TASKS = ("model-new", "fill-in", "kernel")
+POLICIES = {"model-new": "off", "fill-in": "strict", "kernel": "strict"}

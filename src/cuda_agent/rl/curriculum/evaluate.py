@@ -25,7 +25,7 @@ from cuda_agent.evaluator.workspace_commands import Evaluator
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.rl.curriculum.problem_set import read_split, row_spec
 from cuda_agent.rl.curriculum.scoring import pooled_evaluator, score_batch
-from cuda_agent.rl.curriculum.tasks import check_task, messages
+from cuda_agent.rl.curriculum.tasks import check_task, messages, outcome
 
 
 def evaluate_split(
@@ -100,6 +100,7 @@ def evaluate_split(
                 "answer": score.answer,
                 "reward": score.reward,
                 "error_stage": error.stage if error is not None else None,
+                "outcome": outcome(score),
                 "flags": list(score.result.flags) if score.result is not None else [],
             }
         )

@@ -1,8 +1,9 @@
-"""The fill-in task's workspace: a whole elementwise kernel but for one expression.
+"""The single-turn kernel tasks' workspace: the harness's binding and ``ModelNew`` around a kernel.
 
-``write_scaffold(problem, spec, backend, workdir, expression)`` makes an ordinary agent
-workdir for the problem (``workspace.init``: SKILL.md, model.py, the fixed binding files, the
-metadata that names the pristine problem) and puts the complete solution in it:
+``write_scaffold(problem, spec, backend, workdir, expression)`` (the fill-in task) makes an
+ordinary agent workdir for the problem (``workspace.init``: SKILL.md, model.py, the fixed
+binding files, the metadata that names the pristine problem) and puts the complete solution in
+it:
 
 * ``kernels/elementwise.cpp`` (cpu backend: a plain C++ loop) or ``kernels/elementwise.cu``
   (cuda: a grid-stride kernel on torch's current stream), whose per-element function
@@ -11,10 +12,14 @@ metadata that names the pristine problem) and puts the complete solution in it:
   allocates the output with ``empty_like`` and calls the kernel (``REGISTER_BINDING``);
 * ``model_new.py``: ``ModelNew.forward(x)`` returns ``cuda_extension.elementwise(x)``.
 
-Everything but the expression is the harness's, so under the ``strict`` policy (only tensor
-creation and views from torch, a custom kernel in every forward) the workdir scores 1 or more
-exactly when the expression computes the reference's element function. ``element_source``
-is the function as the prompt shows it, with the hole.
+``write_workdir(problem, spec, backend, workdir, kernel)`` (the kernel task) writes the same
+workdir with ``kernel`` as the whole kernel file: the model's ``__global__`` function (or C++
+loop) and its ``elementwise_launch`` (``LAUNCH_SIGNATURES``), after ``KERNEL_PRELUDES``.
+
+In the fill-in scaffold everything but the expression is the harness's, so under the ``strict``
+policy (only tensor creation and views from torch, a custom kernel in every forward) the
+workdir scores 1 or more exactly when the expression computes the reference's element function.
+``element_source`` is the function as the prompt shows it, with the hole.
 
 What it does not do: check the expression (the compiler and the evaluator do; a syntax error
 is a build failure, scored -1 like any other).
@@ -28,6 +33,17 @@ from cuda_agent.core.types import Problem
 from cuda_agent.workspace.init import init_workspace
 
 HOLE = "/* your expression */"
+
+LAUNCH_SIGNATURES = {
+    "cpu": 'extern "C" void elementwise_launch(const float* x, float* y, int64_t n)',
+    "cuda": 'extern "C" cudaError_t elementwise_launch(const float* x, float* y, int64_t n, '
+    "cudaStream_t stream)",
+}
+# What the kernel task's answer is put after: the headers its code may use.
+KERNEL_PRELUDES = {
+    "cpu": "#include <math.h>\n\n#include <cmath>\n#include <cstdint>\n",
+    "cuda": "#include <cuda_runtime.h>\n#include <math.h>\n\n#include <cstdint>\n",
+}
 
 SIGNATURES = {
     "cpu": "static inline float element(float x)",
@@ -167,12 +183,20 @@ def write_scaffold(
     problem: Problem, problem_spec: str, backend: str, workdir: Path, expression: str
 ) -> Path:
     """A workdir for ``problem`` whose kernel computes ``expression`` per element."""
+    kernel = kernel_source(backend, expression)
+    return write_workdir(problem, problem_spec, backend, workdir, kernel)
+
+
+def write_workdir(
+    problem: Problem, problem_spec: str, backend: str, workdir: Path, kernel: str
+) -> Path:
+    """A workdir for ``problem`` with ``kernel`` as ``kernels/elementwise.{cu,cpp}`` (it must
+    define ``elementwise_launch`` as ``LAUNCH_SIGNATURES[backend]`` declares it) and the
+    harness's binding and ``ModelNew``."""
     init_workspace(problem, workdir, backend, problem_spec)
     extension = "cu" if backend == "cuda" else "cpp"
     kernels = workdir / "kernels"
-    (kernels / f"elementwise.{extension}").write_text(
-        kernel_source(backend, expression), encoding="utf-8"
-    )
+    (kernels / f"elementwise.{extension}").write_text(kernel, encoding="utf-8")
     binding = CUDA_BINDING if backend == "cuda" else CPU_BINDING
     (kernels / "elementwise_binding.cpp").write_text(binding, encoding="utf-8")
     (workdir / "model_new.py").write_text(MODEL_NEW, encoding="utf-8")

@@ -39,7 +39,7 @@ def pooled_evaluator(backend: str, jobs: int, evaluator: Evaluator) -> Iterator[
 
 
 def score_batch(
-    task: str,
+    task: str | list[str],
     specs: list[str],
     replies: list[str],
     backend: str,
@@ -47,12 +47,16 @@ def score_batch(
     evaluator: Evaluator,
     jobs: int = 1,
 ) -> list[Score]:
-    """The score of each reply (``specs[i]`` is the problem of ``replies[i]``)."""
-    if len(specs) != len(replies):
-        raise ValueError(f"score_batch: {len(specs)} problems for {len(replies)} replies")
+    """The score of each reply (``specs[i]`` is the problem of ``replies[i]``; ``task`` is
+    every reply's, or one per reply)."""
+    tasks = [task] * len(replies) if isinstance(task, str) else list(task)
+    if not len(specs) == len(replies) == len(tasks):
+        raise ValueError(
+            f"score_batch: {len(specs)} problems and {len(tasks)} tasks for {len(replies)} replies"
+        )
 
     def one(index: int) -> Score:
-        return score_reply(task, specs[index], replies[index], backend, options, evaluator)
+        return score_reply(tasks[index], specs[index], replies[index], backend, options, evaluator)
 
     if jobs <= 1 or len(replies) <= 1:
         return [one(i) for i in range(len(replies))]

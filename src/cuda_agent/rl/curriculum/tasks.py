@@ -1,4 +1,4 @@
-"""The curriculum's two single-turn tasks: the prompt, the answer in a reply, and its reward.
+"""The curriculum's single-turn tasks: the prompt, the answer in a reply, and its reward.
 
 * ``model-new`` (rung 1): the prompt holds the reference's ``Model`` class (after a one-shot
   example); the reply is ``class ModelNew`` (the last fenced block that defines it, as the
@@ -13,6 +13,17 @@
   tolerated). It is written into the complete scaffold (``scaffold.write_scaffold``: C++ on
   the cpu backend, CUDA on cuda) and the workdir is evaluated under the ``strict`` policy: 1
   or more when the kernel computes the reference, -1 otherwise (a compile error included).
+* ``kernel`` (rung 3): the system turn states the launch function's contract
+  (``scaffold.LAUNCH_SIGNATURES``), one example (a whole kernel and its launch for another
+  op) follows, then the reference's expression; the reply is the whole kernel file (the last
+  fenced block, which must define ``elementwise_launch``): on cuda a ``__global__`` kernel and
+  its launch on the given stream, on cpu the loop. It is put after the harness's headers
+  (``scaffold.KERNEL_PRELUDES``) into the scaffold, whose binding and ``ModelNew`` stay the
+  harness's, and evaluated under ``strict``, the memory check included: the model owns the
+  indexing, so a kernel that reads or writes out of bounds is rejected.
+
+``outcome(score)`` names what became of a reply (``format``, ``build``, ``wrong``, ``pass``),
+so a learning curve shows which failure the policy climbs out of.
 
 The examples use ops the curriculum does not have (``exp``, ``log1p``), so no example is the
 answer to a problem. Prompts are short on purpose: a 135 M model follows a one- or two-shot
@@ -45,12 +56,21 @@ from cuda_agent.evaluator.pipeline import evaluate
 from cuda_agent.evaluator.workspace_commands import Evaluator
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.rl.curriculum import POLICIES, TASKS
-from cuda_agent.rl.curriculum.scaffold import SIGNATURES, write_scaffold
+from cuda_agent.rl.curriculum.scaffold import (
+    KERNEL_PRELUDES,
+    LAUNCH_SIGNATURES,
+    SIGNATURES,
+    write_scaffold,
+    write_workdir,
+)
 from cuda_agent.rl.verl_reward import extract_solution
 from cuda_agent.solutions.loader import load_solution
 
 NO_ANSWER_REWARD = -1.0
 MAX_EXPRESSION_CHARS = 600
+MAX_KERNEL_CHARS = 8000
+BUILD_STAGES = ("static", "build", "load")
+OUTCOMES = ("format", "build", "wrong", "pass")
 
 MODEL_NEW_SYSTEM = """\
 You rewrite PyTorch modules. Given class Model, reply with class ModelNew(nn.Module): the \
@@ -62,6 +82,47 @@ Your reply becomes the expression in this {lang} kernel function: {signature} {{
 EXPRESSION; }}. You translate PyTorch elementwise expressions of a float x into C expressions \
 (C math functions: fmaxf, fminf, fabsf, expf, tanhf, sinf, cosf, erff, log1pf). Reply with \
 the C expression only."""
+
+KERNEL_SYSTEM = {
+    "cuda": """\
+You write CUDA kernels. For y = f(x) over n float32 elements, write a __global__ kernel and \
+its launch function {launch}, which launches the kernel on `stream` and returns \
+cudaGetLastError(). The harness includes cuda_runtime.h, math.h and cstdint, allocates y and \
+calls elementwise_launch. Reply with the code in one ```cuda code block.""",
+    "cpu": """\
+You write C++ kernels. For y = f(x) over n float32 elements, write the function {launch}, a \
+loop that computes every y[i]. The harness includes math.h, cmath and cstdint, allocates y and \
+calls elementwise_launch. Reply with the code in one ```cpp code block.""",
+}
+KERNEL_EXAMPLE_TORCH = "torch.exp(x) - 1.0"
+KERNEL_EXAMPLES = {
+    "cuda": """\
+__global__ void elementwise_kernel(const float* x, float* y, int64_t n) {
+  int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    float v = x[i];
+    y[i] = expf(v) - 1.0f;
+  }
+}
+
+extern "C" cudaError_t elementwise_launch(const float* x, float* y, int64_t n,
+                                          cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  const int threads = 256;
+  const int64_t blocks = (n + threads - 1) / threads;
+  elementwise_kernel<<<(unsigned)blocks, threads, 0, stream>>>(x, y, n);
+  return cudaGetLastError();
+}
+""",
+    "cpu": """\
+extern "C" void elementwise_launch(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = x[i];
+    y[i] = expf(v) - 1.0f;
+  }
+}
+""",
+}
 
 # One-shot and two-shot examples: ops that are not in the curriculum (exp, log1p), so an
 # example is never the answer to a problem.
@@ -137,6 +198,15 @@ def import_lines(source: str) -> str:
 def messages(task: str, problem: Problem, backend: str) -> list[dict[str, str]]:
     """The chat prompt of ``task`` for ``problem``: a system turn, the examples as earlier
     turns, and the problem."""
+    if check_task(task) == "kernel":
+        fence = "cuda" if backend == "cuda" else "cpp"
+        system = KERNEL_SYSTEM[backend].format(launch=LAUNCH_SIGNATURES[backend])
+        return [
+            {"role": "system", "content": system},
+            {"role": "user", "content": f"y = {KERNEL_EXAMPLE_TORCH}"},
+            {"role": "assistant", "content": f"```{fence}\n{KERNEL_EXAMPLES[backend]}```"},
+            {"role": "user", "content": f"y = {torch_expression(problem)}"},
+        ]
     if check_task(task) == "model-new":
         example = CLASS_TEMPLATE.format(name="Model", expression=MODEL_NEW_EXAMPLE)
         answer = CLASS_TEMPLATE.format(name="ModelNew", expression=MODEL_NEW_EXAMPLE)
@@ -171,10 +241,37 @@ def extract_expression(reply: str) -> str | None:
     return text
 
 
+def extract_kernel(reply: str) -> str | None:
+    """The kernel code of a kernel-task reply: the last fenced block, if it defines
+    ``elementwise_launch``; else None (a format failure)."""
+    blocks = _FENCE.findall(reply)
+    if not blocks:
+        return None
+    code = blocks[-1].strip()
+    if "elementwise_launch" not in code or len(code) > MAX_KERNEL_CHARS:
+        return None
+    return code + "\n"
+
+
 def extract_answer(task: str, reply: str) -> str | None:
-    if check_task(task) == "model-new":
+    task = check_task(task)
+    if task == "model-new":
         return extract_solution(reply)
+    if task == "kernel":
+        return extract_kernel(reply)
     return extract_expression(reply)
+
+
+def outcome(score: Score) -> str:
+    """What became of a reply (``OUTCOMES``): no answer in it (``format``), an answer that did
+    not build or load (``build``), one the evaluator rejected (``wrong``: wrong output, an
+    integrity flag, a crash), or ``pass``."""
+    if score.answer is None:
+        return "format"
+    if score.correct:
+        return "pass"
+    error = score.result.error if score.result is not None else None
+    return "build" if error is not None and error.stage in BUILD_STAGES else "wrong"
 
 
 def score_reply(
@@ -197,6 +294,9 @@ def score_reply(
         if task == "model-new":
             path = folder / "solution.py"
             path.write_text(f"{import_lines(problem.source)}\n\n{answer}", encoding="utf-8")
+        elif task == "kernel":
+            kernel = f"{KERNEL_PRELUDES[backend]}\n{answer}"
+            path = write_workdir(problem, problem_spec, backend, folder / "workdir", kernel)
         else:
             path = write_scaffold(problem, problem_spec, backend, folder / "workdir", answer)
         result = evaluator(problem, load_solution(path), chosen)
