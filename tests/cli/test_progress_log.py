@@ -59,3 +59,9 @@ def test_a_long_step_says_it_is_still_running_in_a_log(
     assert lines[1].startswith("[eval 0m") and lines[1].endswith("] build: compiling (relu, cpu)")
     beat = "build: compiling (relu, cpu) (still running, 0m00s)"
     assert any(line.endswith(beat) for line in lines)
+
+
+def test_a_log_hears_from_a_long_run_at_least_every_15_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CUDA_AGENT_PROGRESS_INTERVAL", raising=False)
+    assert Reporter("bench", 1).interval_s <= 15
+    assert Status("eval", "evaluating").interval_s <= 15

@@ -117,7 +117,7 @@ def run_command(
     ),
 ) -> None:
     """Evaluate every problem of the set; progress shows live pass / faster counts (a bar on a
-    terminal; in a log, a line per finished job and a summary every 30 s)."""
+    terminal; in a log, a line per finished job and a summary every 15 s)."""
     require_positive(
         attempts=attempts,
         parallel=parallel,

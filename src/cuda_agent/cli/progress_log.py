@@ -30,7 +30,7 @@ from cuda_agent.cli.common import err_console
 from cuda_agent.cli.diagnostics import StallWatch
 from cuda_agent.cluster.board import JobBoard, describe
 
-SUMMARY_INTERVAL_S = 30.0
+SUMMARY_INTERVAL_S = 15.0
 HEARTBEAT_S = 10.0
 STALL_S = 900.0
 
