@@ -450,8 +450,7 @@ def _name_memory_cap(
         return error
     if not cap_exceeded(f"{error.message}\n{outcome.stderr_tail}"):
         return error
-    flags = [f for f in result.flags if f != "crashed"] or [f"{error.stage}_failed"]
-    result.flags[:] = [*flags, MEMORY_CAP_FLAG]
+    result.flags[:] = [*(f for f in result.flags if f != "crashed"), MEMORY_CAP_FLAG]
     return StageError(error.stage, f"{cap_message(cap)}: {error.message}")
 
 
