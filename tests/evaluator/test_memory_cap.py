@@ -3,16 +3,21 @@ words a verdict uses when a worker runs into it."""
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from cuda_agent.core.errors import ConfigError
 from cuda_agent.evaluator import memory_cap
+from cuda_agent.evaluator.builder.compile_sandbox import confine_compiler
 from cuda_agent.evaluator.memory_cap import (
     MEMORY_CAP_ENV,
     cap_exceeded,
     cap_message,
     worker_memory_cap_bytes,
 )
+from cuda_agent.evaluator.worker_process import worker_sandbox
 
 GIB = 1 << 30
 
@@ -57,3 +62,22 @@ def test_a_refused_allocation_is_recognised_and_named() -> None:
     assert cap_exceeded("Traceback ...\nMemoryError")
     assert not cap_exceeded("AssertionError: outputs differ")
     assert cap_message(3 * GIB).startswith("worker exceeded its memory cap of 3 GiB")
+
+
+def test_a_compiler_process_runs_under_the_cap(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv(MEMORY_CAP_ENV, "3")
+    argv, env = confine_compiler(["sh", "-c", "ulimit -v"], tmp_path)
+    out = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == str(3 * GIB // 1024), out.stderr
+
+
+def test_the_worker_sandbox_carries_the_cap_on_cpu_only(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv(MEMORY_CAP_ENV, "3")
+    cpu = worker_sandbox("cpu", {}, tmp_path / "cpu", allow_unsandboxed=True)
+    assert cpu.policy.address_space_bytes == 3 * GIB
+    asan = worker_sandbox("cpu", {}, tmp_path / "asan", True, address_space_limit=False)
+    assert asan.policy.address_space_bytes is None
