@@ -40,7 +40,7 @@ from cuda_agent.cli.common import (
     resolve_backend,
     resolve_size,
 )
-from cuda_agent.cli.pools import make_pool
+from cuda_agent.cli.pools import check_pool_choice, make_pool
 from cuda_agent.cli.progress_log import Reporter
 from cuda_agent.cli.report_text import print_kernelbench, print_lint_summary
 from cuda_agent.cli.solve_cmd import check_tool_format
@@ -175,6 +175,7 @@ def run_command(
     else:
         limits = (tool_format, max_turns, max_output_tokens, context_tokens)
         source = agent_source(model, *limits)
+    check_pool_choice(ray, jobs_per_gpu)  # before run.json is written
     prepare_run_folder(out, fingerprint(options, problem_list, source), fresh)
     if remote is not None:
         pool: EvalPool = remote

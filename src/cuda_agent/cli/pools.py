@@ -7,6 +7,12 @@ from cuda_agent.cluster.pool import EvalPool
 from cuda_agent.core.errors import ConfigError
 
 
+def check_pool_choice(ray: str | None, jobs_per_device: int) -> None:
+    """Refuse pool options that do not go together (before anything is written or started)."""
+    if ray and jobs_per_device != 1:
+        raise ConfigError("--jobs-per-gpu is a LocalPool option; not with --ray")
+
+
 def make_pool(
     backend: str,
     workers: int | None,
@@ -19,9 +25,8 @@ def make_pool(
 
     ``jobs_per_device`` (LocalPool only): evaluations sharing each device, taking turns.
     """
+    check_pool_choice(ray, jobs_per_device)
     if ray:
-        if jobs_per_device != 1:
-            raise ConfigError("--jobs-per-gpu is a LocalPool option; not with --ray")
         from cuda_agent.cluster.ray_pool import RayPool
 
         return RayPool(
