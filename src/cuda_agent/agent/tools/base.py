@@ -68,7 +68,26 @@ class ToolOutcome:
     format_error: bool = False  # the call itself was malformed (unknown tool, bad arguments)
 
 
+# The workspace's steps, shell commands the prompt names (``cuda-agent tool compile``...).
+WORKSPACE_STEPS = ("compile", "verify", "profile")
+
+
+def workspace_step_command(name: str) -> str | None:
+    """The shell command a tool name means when a model calls a workspace step by its command
+    (``cuda-agent tool verify``) or by the step's name (``verify``), else None."""
+    words = name.split()
+    if words[:2] == ["cuda-agent", "tool"]:
+        words = words[2:]
+    if len(words) == 1 and words[0] in WORKSPACE_STEPS:
+        return f"cuda-agent tool {words[0]}"
+    return None
+
+
 class ToolRegistry:
+    """The tools of an episode by name. A call of an unknown name that is a workspace step's
+    command (or the step's name) runs that command through ``bash``: small models take the
+    prompt's shell commands for tool names, and the command is what they mean."""
+
     def __init__(self, tools: list[Tool]) -> None:
         self.tools = {tool.name: tool for tool in tools}
 
@@ -77,6 +96,11 @@ class ToolRegistry:
 
     def call(self, context: ToolContext, name: str, raw_arguments: str) -> ToolOutcome:
         tool = self.tools.get(name)
+        step = workspace_step_command(name) if tool is None else None
+        if step is not None and "bash" in self.tools:
+            outcome = self.call(context, "bash", json.dumps({"command": step}))
+            outcome.text = f"(ran {step!r} with bash)\n{outcome.text}"
+            return outcome
         if tool is None:
             known = ", ".join(sorted(self.tools))
             return ToolOutcome(f"error: unknown tool {name!r} (tools: {known})", True, True)
