@@ -493,7 +493,7 @@ U)
   timeout "$(deadline_left $end 570)" python3 benchmarks/grpo_curve.py --backend cuda \
     --task model-new --steps "${U_STEPS:-40}" --generations 8 --lr "${U_LR:-2e-5}" --samples 4 \
     --temperature 0.7 --max-new-tokens 160 --jobs 6 --deadline $((end - 10)) --out "$OUT/curve" \
-    ${U_BEFORE:+--before "$U_BEFORE" --final-reserve 230} 2>&1 |
+    2>&1 |
     tee "$OUT/u-curve.log" | grep -vE "it/s\]|Warning|warn\(" | tail -40
   ;;
 V)

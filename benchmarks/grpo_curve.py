@@ -64,38 +64,42 @@ def summary_of(score: dict[str, Any]) -> dict[str, Any]:
 def favourite_answers(score: dict[str, Any], count: int = 3) -> list[dict[str, Any]]:
     correct = [r for r in score["replies"] if r["reward"] >= 1.0 and r["answer"]]
     ranked = collections.Counter((r["problem"], r["answer"]) for r in correct).most_common(count)
-    return [{"problem": p, "answer": a, "times": n} for (p, a), n in ranked]
+    return [{"task": score["task"], "problem": p, "answer": a, "times": n} for (p, a), n in ranked]
 
 
 def red_team(favourites: list[dict[str, Any]], backend: str) -> list[dict[str, Any]]:
-    """The favourite answers under the strict and kernelbench policies (model-new answers are
-    torch code, so the strict policy must reject them: they contain no custom kernel)."""
+    """The favourite answers, written as their task writes them, under the strict and
+    kernelbench policies (a model-new answer is torch code, so strict must reject it)."""
+    import tempfile
+
     from cuda_agent.evaluator.options import EvalOptions
     from cuda_agent.evaluator.pipeline import evaluate
     from cuda_agent.problems.sets import resolve_problem
-    from cuda_agent.rl.curriculum.tasks import import_lines
+    from cuda_agent.rl.curriculum.tasks import write_answer
     from cuda_agent.solutions.loader import load_solution
 
     out = []
     for favourite in favourites:
         problem = resolve_problem(favourite["problem"], "standard")
-        folder = Path("/tmp/ca-curve-favourite")
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / "solution.py"
-        path.write_text(f"{import_lines(problem.source)}\n\n{favourite['answer']}", "utf-8")
-        for policy in ("strict", "kernelbench"):
-            options = EvalOptions(backend=backend, baselines=("eager",), policy=policy).validate()
-            result = evaluate(problem, load_solution(path), options)
-            out.append(
-                {
-                    "problem": favourite["problem"],
-                    "policy": policy,
-                    "correct": result.correct,
-                    "reward": result.reward,
-                    "flags": list(result.flags),
-                    "error_stage": result.error.stage if result.error else None,
-                }
-            )
+        with tempfile.TemporaryDirectory(prefix="ca-curve-favourite-") as folder:
+            path = write_answer(
+                favourite["task"], problem, favourite["problem"], backend, Path(folder),
+                favourite["answer"],
+            )  # fmt: skip
+            for policy in ("strict", "kernelbench"):
+                options = EvalOptions(backend=backend, baselines=("eager",), policy=policy)
+                result = evaluate(problem, load_solution(path), options.validate())
+                out.append(
+                    {
+                        "task": favourite["task"],
+                        "problem": favourite["problem"],
+                        "policy": policy,
+                        "correct": result.correct,
+                        "reward": result.reward,
+                        "flags": list(result.flags),
+                        "error_stage": result.error.stage if result.error else None,
+                    }
+                )
     return out
 
 

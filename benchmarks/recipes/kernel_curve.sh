@@ -12,7 +12,7 @@
 #                                                       its favourite answers under both
 #                                                       policies, the table and curve.png
 # CURVE_MODEL (qwen-coder-0.5b), CURVE_TASK (fill-in+kernel), CURVE_SAMPLES (3), CURVE_LR
-# (1e-5), CURVE_STEPS (60), CURVE_GENERATIONS (8) set the run. A line every 15 s names what
+# (2e-6; 1e-5 collapsed the 0.5B into empty replies on 2026-12-03), CURVE_STEPS (60), CURVE_GENERATIONS (8) set the run. A line every 15 s names what
 # holds the GPU.
 set -u
 OUT=${OUT:-gpu-results}
@@ -22,13 +22,17 @@ export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 MODEL=${CURVE_MODEL:-qwen-coder-0.5b}
 ARGS=(--model "$MODEL" --backend cuda --task "${CURVE_TASK:-fill-in+kernel}"
   --samples "${CURVE_SAMPLES:-3}" --temperature 0.7 --max-new-tokens 320 --jobs 6
-  --generations "${CURVE_GENERATIONS:-8}" --lr "${CURVE_LR:-1e-5}" --steps "${CURVE_STEPS:-60}"
+  --generations "${CURVE_GENERATIONS:-8}" --lr "${CURVE_LR:-2e-6}" --steps "${CURVE_STEPS:-60}"
   --state /tmp/curve-state --out "$OUT/curve")
-heartbeat() {
+heartbeat() {  # a line every 15 s naming what holds the GPU
   while sleep 15; do
     echo "[$(date +%T)] gpu held by: $(nvidia-smi --query-compute-apps=pid,process_name,used_memory \
       --format=csv,noheader 2>/dev/null | tr '\n' ';')"
   done
+}
+start_heartbeat() {  # in the background, ended with the script (else it holds a caller's pipe)
+  heartbeat &
+  trap "kill $! 2>/dev/null" EXIT
 }
 quiet() { grep --line-buffered -vE "it/s\]|s/it\]|Warning|warn\(|^\s*$"; }
 case "${1:-}" in
@@ -37,7 +41,7 @@ receive)
   ;;
 setup)
   nvidia-smi -L
-  heartbeat &
+  start_heartbeat
   bash benchmarks/recipes/qwen_carry.sh receive
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl || exit 1
@@ -47,13 +51,13 @@ setup)
   echo "model ready in $(($(date +%s) - start)) s"
   ;;
 before | after)
-  heartbeat &
+  start_heartbeat
   timeout "${CURVE_SECONDS:-560}" python3 benchmarks/grpo_curve.py "${ARGS[@]}" --phase "$1" \
     2>&1 | tee "$OUT/$1.log" | quiet | tail -40
   cp /tmp/curve-state/before.json "$OUT/" 2>/dev/null
   ;;
 train)
-  heartbeat &
+  start_heartbeat
   end=$(($(date +%s) + ${CURVE_TRAIN_SECONDS:-540}))
   timeout "$((${CURVE_TRAIN_SECONDS:-540} + 40))" python3 benchmarks/grpo_curve.py "${ARGS[@]}" \
     --phase train --deadline "$end" 2>&1 | tee "$OUT/train.log" | quiet | tail -40

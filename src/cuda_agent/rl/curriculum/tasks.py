@@ -274,6 +274,21 @@ def outcome(score: Score) -> str:
     return "build" if error is not None and error.stage in BUILD_STAGES else "wrong"
 
 
+def write_answer(
+    task: str, problem: Problem, problem_spec: str, backend: str, folder: Path, answer: str
+) -> Path:
+    """The solution ``answer`` (read from a reply to ``task``) makes, written under ``folder``:
+    a KernelBench single file (model-new) or a scaffolded workdir (fill-in, kernel)."""
+    if check_task(task) == "model-new":
+        path = folder / "solution.py"
+        path.write_text(f"{import_lines(problem.source)}\n\n{answer}", encoding="utf-8")
+        return path
+    if task == "kernel":
+        kernel = f"{KERNEL_PRELUDES[backend]}\n{answer}"
+        return write_workdir(problem, problem_spec, backend, folder / "workdir", kernel)
+    return write_scaffold(problem, problem_spec, backend, folder / "workdir", answer)
+
+
 def score_reply(
     task: str,
     problem_spec: str,
@@ -291,14 +306,7 @@ def score_reply(
     chosen = replace(options or EvalOptions(), backend=backend, policy=POLICIES[task]).validate()
     folder = Path(tempfile.mkdtemp(prefix="ca-curriculum-"))
     try:
-        if task == "model-new":
-            path = folder / "solution.py"
-            path.write_text(f"{import_lines(problem.source)}\n\n{answer}", encoding="utf-8")
-        elif task == "kernel":
-            kernel = f"{KERNEL_PRELUDES[backend]}\n{answer}"
-            path = write_workdir(problem, problem_spec, backend, folder / "workdir", kernel)
-        else:
-            path = write_scaffold(problem, problem_spec, backend, folder / "workdir", answer)
+        path = write_answer(task, problem, problem_spec, backend, folder, answer)
         result = evaluator(problem, load_solution(path), chosen)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
