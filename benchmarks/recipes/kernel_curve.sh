@@ -50,7 +50,7 @@ setup)
   python3 -m cuda_agent models path "$MODEL" 2>&1 | quiet || exit 1
   echo "model ready in $(($(date +%s) - start)) s"
   ;;
-before | after)
+before|after)
   start_heartbeat
   timeout "${CURVE_SECONDS:-560}" python3 benchmarks/grpo_curve.py "${ARGS[@]}" --phase "$1" \
     2>&1 | tee "$OUT/$1.log" | quiet | tail -40
