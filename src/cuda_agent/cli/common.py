@@ -87,6 +87,20 @@ def require_positive(**values: float | None) -> None:
             raise CudaAgentError(f"{option} must be a number > 0 (got {value:g})")
 
 
+def require_http_url(option: str, value: str) -> None:
+    """Refuse (one line, exit 2) an endpoint URL that is given but not ``http(s)://HOST...``
+    (a placeholder such as ``URL`` left in a copied command)."""
+    from urllib.parse import urlparse
+
+    if not value:
+        return
+    parsed = urlparse(value)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise CudaAgentError(
+            f"{option} {value!r}: not an http(s) URL (e.g. http://localhost:8000/v1)"
+        )
+
+
 def resolve_size(size: str, backend: str) -> str:
     if size == "auto":
         return "small" if backend == "cpu" else "standard"

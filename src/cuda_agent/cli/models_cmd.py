@@ -8,7 +8,7 @@ import typer
 from rich.markup import escape
 
 from cuda_agent.agent.preflight import check_endpoint
-from cuda_agent.cli.common import one_line_errors, out_console, print_json
+from cuda_agent.cli.common import one_line_errors, out_console, print_json, require_http_url
 from cuda_agent.core.errors import CudaAgentError
 
 app = typer.Typer(help="Check a model endpoint; resolve a model to a folder.", no_args_is_help=True)
@@ -32,6 +32,7 @@ def check_command(
     not)."""
     if probe_tokens < 1:
         raise CudaAgentError("--probe-tokens must be at least 1")
+    require_http_url("--base-url", base_url)
     report = check_endpoint(base_url, model, os.environ.get(api_key_env, ""), probe_tokens, timeout)
     if as_json:
         print_json(report.to_dict())

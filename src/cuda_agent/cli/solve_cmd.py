@@ -17,6 +17,7 @@ from cuda_agent.cli.common import (
     one_line_errors,
     out_console,
     print_json,
+    require_http_url,
     require_positive,
     resolve_backend,
     resolve_size,
@@ -120,6 +121,7 @@ def make_model(
         raise CudaAgentError(
             "give --model and --base-url (an OpenAI-compatible endpoint), or --replay FILE"
         )
+    require_http_url("--base-url", base_url)
     key = os.environ.get(api_key_env, "")
     return OpenAIChatModel(model, base_url, key, tool_format=tool_format, stream=stream)
 
