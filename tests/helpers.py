@@ -9,7 +9,9 @@ from __future__ import annotations
 import functools
 import importlib
 import multiprocessing
+import os
 import subprocess
+import sys
 import textwrap
 import time
 import traceback
@@ -195,3 +197,26 @@ def smollm2_folder() -> Path:
     from cuda_agent.rl.smollm2 import smollm2_model_path
 
     return smollm2_model_path()
+
+
+def run_cli(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``cuda-agent ARGS`` in a subprocess (this Python's ``-m cuda_agent``), output captured;
+    ``env`` is added to this process's environment."""
+    return subprocess.run(
+        [sys.executable, "-m", "cuda_agent", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def assert_one_line_exit_2(out: subprocess.CompletedProcess[str], needle: str) -> None:
+    """The command was refused the way the CLI promises: exit 2, one line on stderr naming
+    ``needle``, no traceback."""
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    assert needle in out.stderr, out.stderr
+    assert out.stderr.strip().count("\n") == 0 and "Traceback" not in out.stderr

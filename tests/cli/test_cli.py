@@ -1,13 +1,12 @@
 """The CLI contract, exercised through the real console entry point in a subprocess."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from cuda_agent.examples import examples_root
+from tests.helpers import run_cli as cli
 
 EVAL_KEYS = {
     "compiled",
@@ -21,16 +20,6 @@ EVAL_KEYS = {
     "flags",
     "error",
 }
-
-
-def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cuda_agent", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=cwd,
-    )
 
 
 def test_problems_list_json() -> None:

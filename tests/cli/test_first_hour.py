@@ -4,9 +4,6 @@ the cpu backend, run through the real console entry point in a subprocess."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,28 +11,11 @@ import torch
 
 from cuda_agent.examples import examples_root
 from cuda_agent.problems.sets import bundled_root
+from tests.helpers import assert_one_line_exit_2
+from tests.helpers import run_cli as cli
 
 RELU_CPU = str(examples_root() / "relu" / "cpu.py")
 no_gpu = pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a GPU")
-
-
-def cli(
-    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cuda_agent", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-    )
-
-
-def assert_one_line_exit_2(out: subprocess.CompletedProcess[str], needle: str) -> None:
-    assert out.returncode == 2, (out.stdout, out.stderr)
-    assert needle in out.stderr, out.stderr
-    assert out.stderr.strip().count("\n") == 0 and "Traceback" not in out.stderr
 
 
 @no_gpu
