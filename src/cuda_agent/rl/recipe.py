@@ -31,7 +31,7 @@ import yaml
 
 from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.rl import verl_compat
-from cuda_agent.rl.curriculum import POLICIES
+from cuda_agent.rl.curriculum import POLICIES, task_names
 
 STAGES = ("single-turn", "collect", "rft", "value-pretrain", "agentic-ppo", "grpo")
 
@@ -240,7 +240,7 @@ def _curriculum_task(config: dict[str, Any]) -> str | None:
     task = curriculum.get("task") if isinstance(curriculum, dict) else None
     if not task:
         return None
-    names = str(task).split("+")
+    names = task_names(str(task))
     unknown = [name for name in names if name not in POLICIES]
     if unknown:
         raise RecipeError(
@@ -257,7 +257,7 @@ def _curriculum_task(config: dict[str, Any]) -> str | None:
 
 
 def _curriculum_note(task: str) -> str:
-    policy = POLICIES[task.split("+")[0]]
+    policy = POLICIES[task_names(task)[0]]
     return (
         f"curriculum task {task}: evaluated under the {policy} policy (the task's), "
         "problems from the curriculum's problem set (rl/curriculum/problem_set.py)"

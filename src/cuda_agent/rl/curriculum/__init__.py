@@ -9,3 +9,9 @@ each task is scored under (importing this package loads nothing else).
 
 TASKS = ("model-new", "fill-in", "kernel")
 POLICIES = {"model-new": "off", "fill-in": "strict", "kernel": "strict"}
+
+
+def task_names(task: str) -> list[str]:
+    """The rungs of a task spec: one name, or several joined by ``+`` (``fill-in+kernel``),
+    unchecked."""
+    return task.split("+")
