@@ -11,7 +11,7 @@ most), keeping what the next needs in ``--state``; ``all`` runs them in one.
    ``--task``: ``--samples`` replies per problem at ``--temperature``
    (``rl.curriculum.evaluate.evaluate_split``), with the 95% Wilson interval of the pass
    rate and how many replies ended in each outcome (format, build, wrong, pass) or beat eager.
-2. ``train grpo``'s curriculum path (``rl.trl_single_turn.run_curriculum``) for ``--steps``
+2. ``train grpo``'s curriculum path (``rl.trl.single_turn.run_curriculum``) for ``--steps``
    steps on the train split, the policy saved; with ``--deadline`` training stops early (after
    the step in progress) so that the final scoring still fits, and the summary says so.
 3. The held-out split scored again for the trained policy, with the same sampling settings.
@@ -226,8 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from cuda_agent.rl.curriculum.problem_set import CurriculumSpec, problem_set_folder, read_split
-    from cuda_agent.rl.model_path import resolve_model_path
-    from cuda_agent.rl.trl_single_turn import run_curriculum, task_list
+    from cuda_agent.rl.models.path import resolve_model_path
+    from cuda_agent.rl.trl.single_turn import run_curriculum, task_list
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -6,7 +6,7 @@
 # results.jsonl, appended as problems finish; a rerun skips what is done); every segment's
 # start, end and exit status is appended to gpu-runs/times.jsonl. Needs /tmp/refs (bench
 # references) and a KernelBench checkout in .kb/. SWEEP_EXTRA adds options to `bench run`
-# (e.g. "--ray local" for the RayPool runs of gpu_suite.sh M).
+# (e.g. "--ray local" for the RayPool runs of recipes/two_gpus.sh ray).
 set -u
 mode=$1 level=$2 deadline=$3
 run="gpu-runs/$mode/L$level"

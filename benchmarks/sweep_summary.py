@@ -6,9 +6,9 @@ Per run (mode and level): problems done, correct, wall seconds (the sum of the s
 times.jsonl), throughput, the spread of self-speed-ups (|1 - speed-up|) and the jobs per GPU;
 then where each run's worker time went (phases summed over problems, and how many timings
 stopped at the time cap); then the one-GPU against two-GPU wall-time ratio over the levels
-both finished, and RayPool ("ray2", gpu_suite.sh M) against LocalPool on two GPUs ("local2" of
-part O, or "two"); then, when gpu-runs/kb_self.json exists, KernelBench's evaluator beside ours
-on the same problems.
+both finished, and RayPool ("ray2", recipes/two_gpus.sh ray) against LocalPool on two GPUs
+("local2" of an earlier run, or "two"); then, when gpu-runs/kb_self.json exists, KernelBench's
+evaluator beside ours on the same problems.
 """
 
 from __future__ import annotations

@@ -20,16 +20,16 @@ from pathlib import Path
 
 
 def start_once(backend: str, env: dict[str, str], folder: Path) -> float:
-    from cuda_agent.evaluator.worker_process import _discard, _poll_ready, spawn_worker
+    from cuda_agent.evaluator.worker_spawn import discard, poll_ready, spawn_worker
 
     started = time.monotonic()
     handle = spawn_worker(backend, env, folder, sandboxed=True)
     while not handle.ready:
         if handle.proc.poll() is not None:
             raise RuntimeError(f"the worker died: {(folder / 'worker.stderr').read_text()[-500:]}")
-        _poll_ready(handle, 1.0)
+        poll_ready(handle, 1.0)
     seconds = time.monotonic() - started
-    _discard(handle)
+    discard(handle)
     return seconds
 
 
@@ -42,7 +42,7 @@ def main() -> None:
     os.environ["CUDA_AGENT_ISOLATION"] = args.isolation
     os.environ.setdefault("CUDA_AGENT_CACHE", tempfile.mkdtemp(prefix="ca-start-cache-"))
 
-    from cuda_agent.evaluator.worker_process import TEMPLATE_ENV, worker_env
+    from cuda_agent.evaluator.worker_spawn import TEMPLATE_ENV, worker_env
 
     root = Path(tempfile.mkdtemp(prefix="ca-start-"))
     root.chmod(0o755)  # the sandbox user (when running as root) must reach its worker folder

@@ -194,7 +194,7 @@ def smollm2_folder() -> Path:
 
     if not smollm2_available():
         pytest.skip(SMOLLM2_MISSING)
-    from cuda_agent.rl.smollm2 import smollm2_model_path
+    from cuda_agent.rl.models.smollm2 import smollm2_model_path
 
     return smollm2_model_path()
 

@@ -11,7 +11,7 @@ from cuda_agent.environment import EPISODE_OVER, KernelEnvironment
 from cuda_agent.evaluator.options import EvalOptions
 
 PACKAGE = Path(__file__).resolve().parent.parent / "src" / "cuda_agent"
-DRIVERS = ("rollout.py", "rl/trl_env.py", "rl/verl_agent_loop.py")
+DRIVERS = ("rollout.py", "rl/trl/env.py", "rl/verl/agent_loop.py")
 # the parts of an episode that only the environment may put together
 EPISODE_PARTS = {"Sandbox", "SandboxPolicy", "PersistentShell", "ToolServer", "BestTracker"}
 
@@ -48,7 +48,7 @@ def test_one_sandbox_policy_for_episodes_in_the_whole_package() -> None:
     assert writers == {
         "environment.py": 1,
         "workspace/sandbox.py": 2,  # the module's own probe of the isolation modes
-        "evaluator/worker_process.py": 1,
+        "evaluator/worker_spawn.py": 1,
         "evaluator/builder/compile_sandbox.py": 1,
     }
     socket_users = {

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from cuda_agent.core.version import __version__
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -20,3 +22,4 @@ def test_pyproject_reads_without_a_deprecation_warning(monkeypatch: pytest.Monke
         warnings.simplefilter("error")
         dist = pyprojecttoml.apply_configuration(Distribution(), os.fspath(REPO / "pyproject.toml"))
     assert dist.metadata.license_expression == "Apache-2.0"
+    assert dist.metadata.version == __version__  # core/version.py, what `--version` prints

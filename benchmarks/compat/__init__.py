@@ -25,5 +25,5 @@ Steps (``python -m benchmarks.compat STEP --help``), each resumable:
                agreement counts per set, disagreements by reason class, and each disagreement
 
 ``gpu.sh`` runs them on an H200 pair (ours on one GPU, KernelBench on the other) inside a
-deadline; ``benchmarks/gpu_suite.sh compat`` calls it. See docs/compat.md.
+deadline; ``benchmarks/recipes/public_corpus.sh`` calls it. See docs/compat.md.
 """

@@ -6,7 +6,7 @@
 # .kb). GPU 0 runs ours (`cuda-agent bench run --policy kernelbench --baselines eager`) over the
 # sets in turn; GPU 1 runs KernelBench's own evaluation of the same solutions (KB_JOBS at once,
 # default 14), in parallel; both stop at the deadline and resume in the next call. Set
-# COMPAT_KB=0 to run ours alone (the issue-15 figure on one GPU, no CPU shared with KernelBench's
+# COMPAT_KB=0 to run ours alone (the public-corpus figure on one GPU, no CPU shared with KernelBench's
 # builds). KB_SITE: a folder of KernelBench's wheels (pydantic...) put first on its PYTHONPATH;
 # KB_CHECKOUT: the KernelBench checkout (default .kb); COMPAT_BACKEND: ours' backend (cuda);
 # COMPAT_POLICY: ours' policy (default kernelbench; another runs into SET/ours-POLICY);

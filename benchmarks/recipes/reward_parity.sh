@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
-# Reward parity with KernelBench on one H200 (docs/compat.md, "Same-GPU parity"; issue 39), in
-# parts that each fit one 10-minute device call; the machine keeps its files between calls of
-# one lease, and every part leaves its results under $OUT too:
-#   bash benchmarks/recipes/reward_parity.sh tests      the GPU tests (memory check, KernelBench
-#                                                        semantics, Triton under both policies)
+# Reward parity with KernelBench on one H200 (docs/compat.md, "Same-GPU parity"), in parts that
+# each fit one 10-minute device call; the machine keeps its files between calls of one lease,
+# and every part leaves its results under $OUT too:
+#   bash benchmarks/recipes/reward_parity.sh tests      the GPU tests (recipes/gpu_tests.sh)
 #   bash benchmarks/recipes/reward_parity.sh memcost    the memory check's cost on the bundled
-#                                                        CUDA examples at their standard sizes
+#                                                        CUDA examples (recipes/memory_check.sh)
 #   bash benchmarks/recipes/reward_parity.sh corpus SET KB [SECONDS] [BACKEND]
 #        ours (`bench run --policy kernelbench --jobs-per-gpu 3`) and KernelBench's evaluator
 #        (BACKEND cuda or triton, checkout KB) over the prepared set SET, side by side on GPU 0,
@@ -15,42 +14,31 @@
 #        every call also leaves them in $OUT/NAME-runs.tgz.
 #        OURS_ARGS: more `bench run` arguments for ours (e.g. --no-memory-check).
 #        Then each side's summary and the agreement table.
-# Carry: .whl (KernelBench's wheels, benchmarks/device_carry.sh wheels), .kb / .kb-triton and
-# .corpus (prepared sets: docs/compat.md). Every long step prints a line at least every 30 s.
+# Carry: .whl (KernelBench's wheels, recipes/device_carry.sh wheels), .kb / .kb-triton and
+# .corpus (prepared sets: docs/compat.md). Every long step prints a line at least every 15 s.
+# The row (corpus): the agreement table's first lines.
 set -u
-OUT=${OUT:-gpu-results}
-mkdir -p "$OUT"
-export PYTHONPATH="$PWD/src:$PWD" PYTHONUNBUFFERED=1 CUDA_AGENT_CACHE=${CUDA_AGENT_CACHE:-/tmp/ca-cache}
-site() {  # the carried wheels in /tmp/site (KernelBench's evaluator needs some)
-  [ -d /tmp/site ] || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
-    --target /tmp/site .whl/*.whl >/dev/null 2>&1 || echo "note: the wheels did not install"
-}
+# shellcheck source=benchmarks/recipes/common.sh
+. "$(dirname "$0")/common.sh"
 case "${1:-}" in
 tests)
-  nvidia-smi -L
-  command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer
-  site
-  PYTHONPATH="$PYTHONPATH:/tmp/site" timeout "${TESTS_SECONDS:-400}" python3 -m pytest -q -m gpu \
-    tests/gpu -n 4 -v -p no:cacheprovider -rfEx ${TESTS_ARGS:-} 2>&1 | tee "$OUT/gpu-tests.log" |
-    grep -E "PASSED|FAILED|ERROR|passed|failed" | tail -60
+  exec bash benchmarks/recipes/gpu_tests.sh
   ;;
 memcost)
-  timeout "${MEMCOST_SECONDS:-300}" python3 benchmarks/memory_check_cost.py \
-    --out "$OUT/memcost.jsonl" 2>&1 | tail -30
+  exec bash benchmarks/recipes/memory_check.sh cuda
   ;;
 corpus)
   prepared=$2 kb=$3 seconds=${4:-520} backend=${5:-cuda}
+  recipe_start
   set_dir=gpu-runs/parity/$(basename "$prepared")
   [ -d "$set_dir" ] || { mkdir -p gpu-runs/parity && cp -r "$prepared" "$set_dir"; }
   end=$(($(date +%s) + seconds))
-  site
-  (
-    export PYTHONPATH="/tmp/site:$PYTHONPATH"
-    python3 -m benchmarks.compat kernelbench "$set_dir" --kb "$kb" --backend "$backend" \
-      --deadline "$end" --jobs "${KB_JOBS:-8}" --tolerance 1e-2,1e-4 \
-      --work-dir "/tmp/compat-kb-$backend" >>"$set_dir/kernelbench.log" 2>&1
-  ) &
+  wheels_install
+  python3 -m benchmarks.compat kernelbench "$set_dir" --kb "$kb" --backend "$backend" \
+    --deadline "$end" --jobs "${KB_JOBS:-8}" --tolerance 1e-2,1e-4 \
+    --work-dir "/tmp/compat-kb-$backend" >>"$set_dir/kernelbench.log" 2>&1 &
   peer=$!
+  # shellcheck disable=SC2086
   python3 -m benchmarks.compat ours "$set_dir" --deadline "$end" --backend cuda \
     --policy kernelbench --extra --jobs-per-gpu 3 ${OURS_ARGS:-} >>"$set_dir/ours_calls.log" 2>&1 &
   ours=$!
@@ -66,6 +54,9 @@ corpus)
     head -60
   tar czf "$OUT/$(basename "$set_dir")-runs.tgz" -C "$(dirname "$set_dir")" \
     "$(basename "$set_dir")/ours" "$(basename "$set_dir")/kernelbench.jsonl" 2>/dev/null
+  row "reward parity, $(basename "$set_dir"):" \
+    "$(grep '^| ' "$OUT/table-$(basename "$set_dir").md" 2>/dev/null | grep -v -e '---' |
+      head -6 | joined)"
   ;;
 *)
   echo "usage: $0 tests | memcost | corpus SET KB [SECONDS] [BACKEND]" >&2

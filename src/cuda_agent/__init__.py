@@ -22,9 +22,10 @@ Public names:
 * ``KernelEnvironment`` and ``EpisodeScore``: one agent episode's workdir, sandboxed tools and
   reward, for drivers of one's own (``run_episode`` drives it with a chat model).
 
-The package is layered (imports point down): ``core`` <- ``problems``, ``solutions``,
-``workspace`` <- ``evaluator`` <- ``cluster`` <- ``agent`` <- ``environment``, ``rollout`` <-
-``bench``, ``synth``, ``rl``, ``export`` <- ``cli``.
+The package is layered (imports point down, or sideways within a layer): ``core``,
+``examples`` <- ``problems``, ``solutions``, ``workspace`` <- ``evaluator`` <- ``cluster`` <-
+``agent``, ``service`` <- ``environment``, ``rollout`` <- ``bench``, ``synth``, ``rl``, ``export``
+<- ``cli`` (tests/test_structure.py checks it, and that no import goes round in a circle).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from cuda_agent.core.version import __version__
 
 # public name -> the module that defines it
 _EXPORTS = {

@@ -12,8 +12,8 @@ best solution of a trajectory). Nothing is parsed from tool output.
 Drivers run a model over it and nothing else:
 
 * ``rollout.run_episode`` (``solve``, ``bench run``, ``demo``): the ReAct loop over a chat model;
-* ``rl.trl_env.KernelEnv``: TRL's ``environment_factory`` (TRL generates and calls the tools);
-* ``rl.verl_agent_loop.CudaAgentLoop``: verl's agent loop, at the token level.
+* ``rl.trl.env.KernelEnv``: TRL's ``environment_factory`` (TRL generates and calls the tools);
+* ``rl.verl.agent_loop.CudaAgentLoop``: verl's agent loop, at the token level.
 
 Layout of an episode folder: ``workdir/`` (the agent's), ``.tmp/`` (the sandbox's /tmp),
 ``best/`` (the best verified workdir, once there is one) and ``trajectory.jsonl``.
@@ -39,7 +39,8 @@ from cuda_agent.agent.tools.registry import default_tools
 from cuda_agent.agent.trajectory import Trajectory
 from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.core.paths import cache_root
-from cuda_agent.core.types import EvalResult, Problem, StageError
+from cuda_agent.core.records import StageError
+from cuda_agent.core.types import EvalResult, Problem
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import evaluate
 from cuda_agent.evaluator.workspace_commands import Evaluator, ToolReply

@@ -153,7 +153,7 @@ def check_verdict(fixture: Fixture, listener: Listener) -> None:
         assert set(fixture.flags) & set(result.flags), (result.flags, result.error)
         assert result.error is not None and result.error.message
         assert fixture.message_has in result.error.message, result.error.message
-    notes = result.details.get("notes", [])
+    notes = result.shown_details().get("notes", [])
     assert set(fixture.notes) <= set(notes), (notes, result.warnings)
     assert len(listener.accepted) == connections, "a connection left the sandbox"
     for target in targets:

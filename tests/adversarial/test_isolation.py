@@ -201,7 +201,7 @@ def test_unsandboxed_forged_caches_are_caught_by_their_signatures(
 
     after = _evaluate(honest, baselines=("eager", "compile"), allow_unsandboxed=True)
     assert after.correct, after.error
-    assert after.details["builds"][0]["cached"] is False  # rebuilt: the module was replaced
+    assert after.builds[0]["cached"] is False  # rebuilt: the module was replaced
     assert after.details["compile_baseline"] == {**used, "cached": True}
     stored = json.loads(next(iter(baselines_dir().glob("*.json"))).read_text())
     assert stored["ratio"] == pytest.approx(after.compile_us / after.eager_us, rel=1e-6)

@@ -40,7 +40,7 @@ from cuda_agent.agent.loop import EXIT_REASONS
 from cuda_agent.agent.tool_text import to_text_messages
 from cuda_agent.agent.tools.registry import default_tools
 from cuda_agent.agent.trajectory import read_events
-from cuda_agent.rl.model_path import tiny_model_path
+from cuda_agent.rl.models.path import tiny_model_path
 from tests.helpers import smollm2_folder
 
 pytestmark = pytest.mark.slow

@@ -31,7 +31,8 @@ from cuda_agent.bench.kb_results import (
 )
 from cuda_agent.bench.records import AttemptRecord, append_record, chosen_attempts
 from cuda_agent.core.errors import CudaAgentError
-from cuda_agent.core.types import EvalResult, StageError
+from cuda_agent.core.records import StageError
+from cuda_agent.core.types import EvalResult
 
 
 def _result(correct: bool, flags: list[str] = (), error: tuple[str, str] | None = None, **kw: Any):

@@ -17,7 +17,8 @@ import pytest
 from cuda_agent.bench.paper import paper_metrics
 from cuda_agent.bench.records import AttemptRecord, append_record, write_run_info
 from cuda_agent.bench.report import render_html, trajectory_anchor, write_html
-from cuda_agent.core.types import EvalResult, StageError
+from cuda_agent.core.records import StageError
+from cuda_agent.core.types import EvalResult
 
 MALICIOUS = "<script>alert(1)</script>"
 COMPILER_ERROR = 'kernel.cu(12): error: identifier "undefined_thing" is undefined'

@@ -24,7 +24,8 @@ from benchmarks.compat.table import markdown
 
 from cuda_agent.bench.records import AttemptRecord, append_record
 from cuda_agent.core.errors import CudaAgentError
-from cuda_agent.core.types import EvalResult, StageError
+from cuda_agent.core.records import StageError
+from cuda_agent.core.types import EvalResult
 from cuda_agent.problems.sets import load_problem_set
 
 REPO = Path(__file__).resolve().parents[2]

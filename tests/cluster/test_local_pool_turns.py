@@ -52,8 +52,8 @@ def test_two_jobs_share_a_device_and_compile_off_turn(tmp_path: Path) -> None:
         assert longer.worker_timeout_s == 2 * fast_options().worker_timeout_s
     run_time, ahead = results
     assert run_time.correct and ahead.correct, (run_time.error, ahead.error)
-    assert run_time.details.get("builds"), "the extension was not built inside the worker"
-    assert run_time.details.get("device_turns_given_up") == 1
+    assert run_time.builds, "the extension was not built inside the worker"
+    assert run_time.record.device_turns_given_up == 1
     assert "device_turns_given_up" not in ahead.details
     assert {r.details["pool_device"] for r in results} == {"cpu0"}
 

@@ -17,7 +17,7 @@ from cuda_agent.evaluator.memory_cap import (
     cap_message,
     worker_memory_cap_bytes,
 )
-from cuda_agent.evaluator.worker_process import worker_sandbox
+from cuda_agent.evaluator.worker_spawn import worker_sandbox
 
 GIB = 1 << 30
 

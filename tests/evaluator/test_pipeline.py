@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from cuda_agent.core.types import EvalResult
 from cuda_agent.evaluator.pipeline import evaluate
 from cuda_agent.examples import examples_root
 from cuda_agent.problems.sets import resolve_problem
@@ -24,9 +25,21 @@ def test_correct_single_file_solution(tmp_path: Path) -> None:
     assert result.reward >= 1
     assert result.runtime_us and result.eager_us and result.speedup_eager
     assert result.compile_us is None and result.speedup_compile is None
-    trials = result.details["verify"]["trials"]
+    trials = result.record.verify["trials"]
     assert len(trials) == 5 and all(t["ok"] for t in trials)
-    assert result.details["verify"]["ops"] == {"empty_like": 5}
+    assert result.record.verify["ops"] == {"empty_like": 5}
+    shown = result.to_dict()  # the ``--json`` contract: the record's parts under ``details``
+    assert set(shown["details"]) == DETAILS_OF_A_CORRECT_RESULT
+    assert EvalResult.from_dict(shown).to_dict() == shown
+
+
+# the keys ``details`` showed before the worker's record was carried whole (commit b164513)
+DETAILS_OF_A_CORRECT_RESULT = {
+    *("builds", "custom_calls_per_forward", "device", "device_budget_s", "isolation"),
+    *("module_mode", "notes", "policy", "precision", "problem_hash", "reference_call_s"),
+    *("seed", "size", "solution_hash", "solution_kind", "static_findings", "timing"),
+    *("timings_s", "verify", "worker_phases_s", "worker_start"),
+}
 
 
 def test_wrong_solution_is_rejected_with_the_worst_element(tmp_path: Path) -> None:
@@ -110,7 +123,7 @@ def test_workdir_solution_and_build_cache() -> None:
     assert first.details["solution_kind"] == "workdir"
     second = run(workdir, problem="bias_gelu_scale")
     assert second.correct
-    (build,) = [b for b in second.details["builds"] if b["module"] == "cuda_extension"][:1]
+    (build,) = [b for b in second.builds if b["module"] == "cuda_extension"][:1]
     assert build["cached"] is True and build["objects_built"] == 0
 
 
@@ -135,10 +148,10 @@ def test_workdir_with_an_undefined_symbol_fails_at_build(tmp_path: Path) -> None
 @pytest.mark.slow
 def test_the_sandboxed_worker_reuses_the_parents_builds(tmp_path: Path) -> None:
     from cuda_agent.core.paths import cache_root
-    from cuda_agent.evaluator.worker_process import worker_sandbox
+    from cuda_agent.evaluator.worker_spawn import worker_sandbox
 
     policy = worker_sandbox("cpu", {}, tmp_path).policy
     assert policy.extra_env["CUDA_AGENT_CACHE"] == str(cache_root())  # HOME is moved in there
     result = run(relu_solution(tmp_path, "return ops.relu_ok(x)"))
-    worker_builds = result.details["builds"][1:]  # after the parent's own pre-build
+    worker_builds = result.builds[1:]  # after the parent's own pre-build
     assert worker_builds and all(b["cached"] for b in worker_builds)

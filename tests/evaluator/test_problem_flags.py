@@ -72,13 +72,13 @@ def test_a_constant_problem_is_flagged_once_then_from_the_cache(tmp_path: Path) 
     assert first.problem_flags is not None
     assert {"constant_pass", "independent_of_inputs"} <= set(first.problem_flags)
     assert any(w.startswith("degenerate problem (") for w in first.warnings)
-    assert "problem_lint" in first.details["worker_phases_s"]  # linted in the worker
+    assert "problem_lint" in first.record.worker_phases_s  # linted in the worker
     assert first.to_dict()["problem_flags"] == first.problem_flags
     assert problem_lint.cached_lint(problem, fast_options(policy="off")) is not None
 
     second = _eval(problem, solution)
     assert second.problem_flags == first.problem_flags
-    assert "problem_lint" not in second.details["worker_phases_s"]  # from the cache
+    assert "problem_lint" not in second.record.worker_phases_s  # from the cache
     assert "problem_lint_s" not in second.details
 
 

@@ -7,12 +7,12 @@ import dataclasses
 import pytest
 
 from cuda_agent.core.errors import ConfigError
+from cuda_agent.core.records import EvaluationRecord
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.requests import worker_request
 from cuda_agent.evaluator.worker.protocol import (
     MAX_TIMED_ROUNDS,
     EvalSettings,
-    EvaluationRecord,
     TimingOptions,
     WorkerRequest,
 )
@@ -21,8 +21,9 @@ from cuda_agent.problems.sets import resolve_problem
 
 def test_the_options_settings_reach_the_request_unchanged() -> None:
     timing = TimingOptions(min_rounds=4, input_sets=2)
-    opts = EvalOptions(policy="kernelbench", trials=3, precision="tf32", timing=timing, atol=0.5)
-    opts.validate()
+    opts = EvalOptions(
+        policy="kernelbench", trials=3, precision="tf32", timing=timing, atol=0.5
+    ).validate()
     problem = resolve_problem("relu", "small")
     request = worker_request("evaluate", opts, problem, seed=7, solution_entry="solution.py")
     # unchanged, but for the tolerance left open, which becomes the problem's
@@ -80,3 +81,13 @@ def test_the_record_round_trips_and_ignores_line_keys() -> None:
 def test_settings_are_validated_in_one_place(field: str, value: object, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         EvalOptions(**{field: value}).validate()  # type: ignore[arg-type]
+
+
+def test_validate_returns_the_checked_options_and_writes_nothing() -> None:
+    original = EvalOptions(baselines=("eager",), reward_shapes=True)
+    untimed = dataclasses.replace(original, baselines=())  # shares original.timing
+    checked = untimed.validate()
+    assert not checked.timing.enabled and checked.shapes
+    assert original.timing.enabled and untimed.timing.enabled  # neither was written into
+    assert not untimed.shapes and checked is not untimed
+    assert original.validate().timing.enabled

@@ -16,7 +16,7 @@ import pytest
 
 from cuda_agent.evaluator.pipeline import evaluate
 from cuda_agent.evaluator.worker.template import cuda_driver_loaded, cuda_forks_work
-from cuda_agent.evaluator.worker_process import spawn_worker, worker_env
+from cuda_agent.evaluator.worker_spawn import spawn_worker, worker_env
 from cuda_agent.evaluator.worker_template import ForkedWorker, Templates
 from cuda_agent.examples import examples_root
 from cuda_agent.problems.sets import resolve_problem

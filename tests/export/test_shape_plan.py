@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from cuda_agent.core.records import ShapePlanRecord
 from cuda_agent.evaluator.requests import worker_request
 from cuda_agent.evaluator.worker.protocol import EvalSettings, ResultChannel
 from cuda_agent.evaluator.worker.shape_plan import run as run_shape_plan
@@ -35,7 +34,7 @@ def get_init_inputs():
 """
 
 
-def plan(*sources: str) -> dict[str, Any]:
+def plan(*sources: str) -> ShapePlanRecord:
     batch = [{"id": str(k), "source": s} for k, s in enumerate(sources)]
     request = worker_request("shape_plan", CPU, source_problem(sources[0]), seed=1, batch=batch)
     return run_shape_plan(request, ResultChannel(-1, ""))
@@ -45,8 +44,8 @@ def test_bundled_problem_is_described_on_the_meta_device() -> None:
     source = resolve_problem("bias_gelu_scale", "small").source
     wider = apply_size_overrides(source, {"dim": 2048}, "p.py")
     record = plan(source, wider)
-    assert record["ok"] and record["memory_bytes"] > 0
-    base, other = record["plans"]
+    assert record.ok and record.memory_bytes
+    base, other = record.plans
     assert base["ok"] and base["ran_on"] == "meta"
     assert base["init_args"] == [1024, 1.75]
     assert base["inputs"] == [{"shape": [16, 1024], "dtype": "float32"}]
@@ -63,13 +62,13 @@ def test_a_size_the_reference_rejects_is_reported() -> None:
     source = resolve_problem("bias_gelu_scale", "small").source
     broken = source.replace("return [torch.randn(batch_size, dim)]", "return [torch.randn(3, 5)]")
     record = plan(broken)
-    (only,) = record["plans"]
+    (only,) = record.plans
     assert only["ok"] is False
     assert "Model.forward failed" in only["error"]  # the meta run failed, then the real one
 
 
 def test_data_dependent_reference_runs_for_real_with_numbers_and_tuples() -> None:
-    (only,) = plan(DATA_DEPENDENT)["plans"]
+    (only,) = plan(DATA_DEPENDENT).plans
     assert only["ok"] and only["ran_on"] == "cpu"
     assert only["inputs"][1] == {"value": 3}
     assert only["output"]["kind"] == "tuple" and len(only["output"]["tensors"]) == 2

@@ -120,10 +120,10 @@ def test_examples_are_correct_and_run_their_own_kernels(problem_id: str, path: P
     result = run(path, problem_id, size="standard")
     assert result.correct, result.error
     assert result.flags == []
-    kernels = result.details["kernels"]
+    kernels = result.record.kernels
     assert kernels["custom_kernels"] >= 1 and kernels["coverage"] > 0.5, kernels
-    assert result.details["device"]["capability"] == "9.0"
-    assert result.details["timing"]["profiler_busy_us"] <= result.runtime_us * 1.15 + 20
+    assert result.record.device["capability"] == "9.0"
+    assert result.record.timing["profiler_busy_us"] <= result.runtime_us * 1.15 + 20
 
 
 def test_workdir_relu_is_correct(tmp_path: Path) -> None:
@@ -178,7 +178,7 @@ def test_profile_stage_tables() -> None:
     (relu_example,) = [p for pid, p in example_solutions("cuda") if pid == "relu"]
     result = run(relu_example, size="standard", baselines=("eager", "compile"), profile=True)
     assert result.correct, result.error
-    profile = result.details["profile"]
+    profile = result.shown_details()["profile"]
     assert any(row["custom"] for row in profile["candidate"]["table"])
     assert profile["eager"]["table"] and not any(r["custom"] for r in profile["eager"]["table"])
     assert profile["compile"]["table"]

@@ -105,7 +105,7 @@ def test_parameters_made_on_the_host_get_the_references_weights(tmp_path: Path) 
         resolve_problem(str(problem_path), "standard"), load_solution(solution_path), opts
     )
     assert result.correct, (result.flags, result.error)
-    assert "weights_not_transferred" in result.details.get("notes", [])
+    assert "weights_not_transferred" in result.record.notes
 
 
 @pytest.mark.parametrize("policy", ["strict", "kernelbench"])
@@ -121,6 +121,6 @@ def test_batch_norm_runs_in_training_mode_on_the_gpu(
     opts = fast_options(backend="cuda", policy=policy)
     result = evaluate(resolve_problem(BATCH_NORM, "standard"), load_solution(cuda_fixture), opts)
     assert result.correct is correct, (result.flags, result.error)
-    assert result.details.get("module_mode") == "train"
+    assert result.record.module_mode == "train"
     if not correct:
         assert "output_mismatch:value" in result.flags

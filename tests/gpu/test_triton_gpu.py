@@ -43,7 +43,7 @@ def test_an_honest_triton_kernel_is_credited_as_the_candidates(policy: str, path
     result = run(path, baselines=("eager",), policy=policy)
     assert result.correct and result.flags == [], (result.flags, result.error)
     assert result.language == "triton" and result.reward >= 1 and result.speedup_eager
-    kernels = result.details["kernels"]
+    kernels = result.record.kernels
     assert kernels["custom_kernels"] > 0 and kernels["coverage"] > 0.5, kernels
     assert any(row["custom"] and "relu_kernel" in row["name"] for row in kernels["table"])
 
@@ -51,7 +51,7 @@ def test_an_honest_triton_kernel_is_credited_as_the_candidates(policy: str, path
 def test_the_profile_table_marks_the_triton_kernel_as_the_candidates() -> None:
     result = run(HONEST_AUTOTUNED, baselines=("eager",), policy="kernelbench", profile=True)
     assert result.correct, (result.flags, result.error)
-    table = result.details["profile"]["candidate"]["table"]
+    table = result.shown_details()["profile"]["candidate"]["table"]
     assert any(row["custom"] and "relu_kernel" in row["name"] for row in table), table
 
 

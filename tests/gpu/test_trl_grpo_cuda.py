@@ -1,6 +1,6 @@
 """Two TRL GRPO steps with the tiny local model, scored by the cuda-backend evaluator.
 
-The CPU suite's steered step (``tests/rl/test_trl_grpo.py``) on the GPU: in each group of two
+The CPU suite's steered step (``tests/rl/trl/test_grpo.py``) on the GPU: in each group of two
 rollouts, the first finds the cuda ``relu`` example in its workspace and copies it into place
 with the one tool call the model is steered to make; the harness builds and evaluates it on
 the GPU (correct: reward >= 1); the other rollout's copy fails (-1). Two optimizer steps, and
@@ -20,11 +20,11 @@ pytest.importorskip("trl", minversion="1.16")
 
 from cuda_agent.agent.prompts import SYSTEM_PROMPT, task_prompt
 from cuda_agent.examples import examples_root
-from cuda_agent.rl.tiny_model import build_tiny_model
-from cuda_agent.rl.trl_env import KernelEnv
-from cuda_agent.rl.trl_grpo import run_grpo
+from cuda_agent.rl.models.tiny import build_tiny_model
+from cuda_agent.rl.trl.env import KernelEnv
+from cuda_agent.rl.trl.grpo import run_grpo
 from tests.helpers import fast_options
-from tests.rl.test_trl_grpo import FORCED_COMPLETION, CountingEnv, last_step
+from tests.rl.trl.test_grpo import FORCED_COMPLETION, CountingEnv, last_step
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 

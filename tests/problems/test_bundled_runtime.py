@@ -20,11 +20,11 @@ def test_bundled_problem_runs_on_cpu(problem_id: str) -> None:
     problem = resolve_problem(problem_id, size="small")
     request = worker_request("problem_check", EvalSettings(backend="cpu"), problem, seed=3)
     report = run_check_problem(request, NO_CHANNEL)
-    assert report["ok"], report
-    assert report["warnings"] == [] and report["lint"] == []
+    assert report.ok, report
+    assert report.warnings == [] and report.lint == []
     # the small size is for CPU runs: a bound on its data, not on a time
-    assert elements(report["inputs"]) + elements(report["outputs"]) <= SMALL_ELEMENTS, report
-    assert report["parameters"] <= SMALL_ELEMENTS and report["forward_ms"] >= 0
+    assert elements(report.inputs) + elements(report.outputs) <= SMALL_ELEMENTS, report
+    assert report.parameters <= SMALL_ELEMENTS and report.forward_ms >= 0
 
 
 def elements(shapes: str) -> int:

@@ -261,8 +261,8 @@ def test_verl_single_turn_rows_of_the_curriculum_are_scored_as_their_task(
     pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
 
-    from cuda_agent.rl.verl_data import write_curriculum_dataset
-    from cuda_agent.rl.verl_reward import compute_score
+    from cuda_agent.rl.verl.data import write_curriculum_dataset
+    from cuda_agent.rl.verl.reward import compute_score
 
     out = tmp_path / "train.parquet"
     assert write_curriculum_dataset("fill-in", str(curriculum), "train", out, "cpu") == 48

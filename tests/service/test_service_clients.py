@@ -59,7 +59,7 @@ def test_an_episode_evaluated_by_the_service(
     """The environment RL trains in, with the evaluation section pointing at the service."""
     from cuda_agent.environment import KernelEnvironment
     from cuda_agent.evaluator.options import EvalOptions
-    from cuda_agent.rl.evaluation_config import EvaluationSettings
+    from cuda_agent.rl.verl.evaluation_config import EvaluationSettings
 
     monkeypatch.setenv("CUDA_AGENT_TOKEN", TOKENS[0])
     settings = EvaluationSettings(backend="cpu", policy="off", baselines=(), pool=service.url)

@@ -37,7 +37,8 @@ from cuda_agent.bench.records import (
 )
 from cuda_agent.cluster.pool import EvalJob, EvalPool
 from cuda_agent.core.errors import SolutionError
-from cuda_agent.core.types import EvalResult, Problem, Solution, StageError
+from cuda_agent.core.records import StageError
+from cuda_agent.core.types import EvalResult, Problem, Solution
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.problems.sets import problem_spec
 from cuda_agent.rollout import EpisodeConfig, run_episode

@@ -7,7 +7,6 @@ import sys
 
 import typer
 
-from cuda_agent import __version__
 from cuda_agent.cli import bench_cmd, models_cmd, problems_cmd, tool_cmd, workspace_cmd
 from cuda_agent.cli.demo_cmd import demo_command
 from cuda_agent.cli.diagnostics import install_diagnostics
@@ -19,6 +18,7 @@ from cuda_agent.cli.serve_cmd import serve_command
 from cuda_agent.cli.solve_cmd import solve_command
 from cuda_agent.cli.synth_cmd import synth_command
 from cuda_agent.cli.train_cmd import train_command
+from cuda_agent.core.version import __version__
 from cuda_agent.workspace.isolation import ALLOW_UNSANDBOXED_ENV
 from cuda_agent.workspace.tool_client import forward, wants_forwarding
 
@@ -76,7 +76,7 @@ def main() -> None:
         sys.argv = [sys.argv[0], *(a for a in sys.argv[1:] if a != ALLOW_FLAG)]
         os.environ[ALLOW_UNSANDBOXED_ENV] = "1"
     install_diagnostics()
-    from cuda_agent.evaluator.worker_process import kill_workers_on_termination
+    from cuda_agent.evaluator.worker_spawn import kill_workers_on_termination
 
     kill_workers_on_termination()
     app()

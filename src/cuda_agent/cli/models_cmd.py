@@ -65,6 +65,6 @@ def path_command(
     """The local folder of MODEL ('tiny' is built; 'smollm2' and 'qwen-coder-*' are converted
     from the GGUF of their installed packages, checked by SHA-256, into the cache on first
     use); fails in seconds when it is neither local nor reachable."""
-    from cuda_agent.rl.model_path import resolve_model_path
+    from cuda_agent.rl.models.path import resolve_model_path
 
     typer.echo(resolve_model_path(model, check_hub=True))

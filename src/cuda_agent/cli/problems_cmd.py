@@ -24,7 +24,12 @@ from cuda_agent.cli.progress_log import Reporter
 from cuda_agent.cluster.board import JobBoard
 from cuda_agent.core.errors import CudaAgentError, ProblemError
 from cuda_agent.core.types import Problem
-from cuda_agent.evaluator.problem_check import check_problem_runtime, check_report, check_request
+from cuda_agent.evaluator.problem_check import (
+    check_problem_runtime,
+    check_record,
+    check_request,
+    report_json,
+)
 from cuda_agent.problems.sets import load_problem_set, resolve_problem
 
 app = typer.Typer(help="List and check problem sets.", no_args_is_help=True)
@@ -69,22 +74,21 @@ def check_command(
     problem = resolve_problem(path, resolve_size(size, chosen))
     report = check_problem_runtime(problem, chosen)
     if as_json:
-        print_json({"id": problem.id, "hash": problem.content_hash, **report})
-    elif report.get("ok"):
-        findings = report.get("lint") or []
-        notes = report.get("warnings") or []
+        print_json({"id": problem.id, "hash": problem.content_hash, **report_json(report)})
+    elif report.ok:
+        findings, notes = report.lint, report.warnings
         out_console.print(
-            f"ok: {problem.id} (level {problem.level or '-'}): inputs {report['inputs']} -> "
-            f"outputs {report['outputs']}, {report['parameters']} parameters, forward "
-            f"{report['forward_ms']} ms on {chosen}"
+            f"ok: {problem.id} (level {problem.level or '-'}): inputs {report.inputs} -> "
+            f"outputs {report.outputs}, {report.parameters} parameters, forward "
+            f"{report.forward_ms} ms on {chosen}"
             + (f"; lint: {', '.join(findings)}" if findings else "; lint: clean")
             + (f"; warnings: {'; '.join(notes)}" if notes else "")
         )
-    if not report.get("ok"):
+    if not report.ok:
         if as_json:
             raise typer.Exit(2)
-        raise fail(f"{path}: {report.get('error')}")
-    if fail_on_lint and report.get("lint"):
+        raise fail(f"{path}: {report.message}")
+    if fail_on_lint and report.lint:
         raise typer.Exit(1)
 
 
@@ -150,21 +154,16 @@ def lint_command(
                 for future in as_completed(futures):
                     problem = futures[future]
                     task_result = future.result()
-                    result = (
-                        check_report(task_result.record)
-                        if task_result.record is not None
-                        else {"ok": False, "error": task_result.error}
-                    )
+                    result = check_record(task_result.record, task_result.error)
                     report[problem.id] = {
-                        "ok": result.get("ok"),
-                        "lint": result.get("lint", []),
-                        "error": result.get("error"),
-                        "forward_ms": result.get("forward_ms"),
+                        "ok": result.ok,
+                        "lint": result.lint,
+                        "error": result.message or None,
+                        "forward_ms": result.forward_ms,
                         "path": str(problem.path),
                     }
-                    lint = result.get("lint") or []
-                    findings = ", ".join(str(f) for f in lint) if isinstance(lint, list) else ""
-                    state = "broken" if not result.get("ok") else (findings or "clean")
+                    findings = ", ".join(result.lint)
+                    state = "broken" if not result.ok else (findings or "clean")
                     reporter.finished(f"{problem.id}: {state}", problem.id)
                     if out is not None:
                         out.write_text(json.dumps(report, indent=1))

@@ -38,7 +38,8 @@ def render_result(console: Console, result: EvalResult) -> None:
     table.add_column(style="bold")
     table.add_column()
     table.add_row("problem", f"{result.problem_id} ({result.details.get('size', '?')} size)")
-    device = result.details.get("device", {}).get("device")
+    record = result.record
+    device = ((record.device if record is not None else None) or {}).get("device")
     table.add_row("backend", f"{result.backend} ({device})" if device else result.backend)
     if result.language:
         table.add_row("language", language_text(result.language, result.backend))
@@ -51,8 +52,8 @@ def render_result(console: Console, result: EvalResult) -> None:
     )
     table.add_row("reward", f"[bold]{result.reward:g}[/]")
     semantics = [f"policy {result.details.get('policy', '?')}"]
-    if result.details.get("module_mode"):
-        semantics.append(f"modules in {result.details['module_mode']} mode")
+    if record is not None and record.module_mode:
+        semantics.append(f"modules in {record.module_mode} mode")
     table.add_row("rules", ", ".join(semantics))
     memory = result.details.get("memory_check")
     if memory:
@@ -61,14 +62,14 @@ def render_result(console: Console, result: EvalResult) -> None:
         table.add_row("flags", ", ".join(result.flags))
     for warning in result.warnings:
         table.add_row("warning", warning)
-    timing = result.details.get("timing")
+    timing = record.timing if record is not None else None
     if timing:
         table.add_row(
             "timing",
             f"{timing['rounds']} interleaved rounds, {timing['checked_rounds']} "
             f"checked, stop: {timing['stop_reason']}",
         )
-    builds = result.details.get("builds") or []
+    builds = result.builds
     if builds:
         cached = all(b.get("cached") for b in builds)
         seconds = sum(b.get("seconds", 0) for b in builds)

@@ -11,12 +11,12 @@ import typer
 
 from cuda_agent.cli.common import err_console, one_line_errors, out_console, print_json
 from cuda_agent.core.errors import CudaAgentError
-from cuda_agent.rl.model_path import resolve_config_models
+from cuda_agent.rl.models.path import resolve_config_models
 from cuda_agent.rl.recipe import STAGES, Plan, load_config, plan
-from cuda_agent.rl.verl_compat import VERL_VERSION
+from cuda_agent.rl.verl.compat import VERL_VERSION
 
 # The verl adapters a PPO stage needs at run time (its dry run needs none of them).
-VERL_ADAPTERS = ("cuda_agent.rl.verl_agent_loop",)
+VERL_ADAPTERS = ("cuda_agent.rl.verl.agent_loop",)
 
 
 @one_line_errors
@@ -119,7 +119,7 @@ def _run(resolved: Plan) -> None:
 
 
 def _write_datasets(resolved: Plan) -> None:
-    from cuda_agent.rl.verl_data import write_curriculum_dataset, write_verl_dataset
+    from cuda_agent.rl.verl.data import write_curriculum_dataset, write_verl_dataset
 
     for path, source in resolved.datasets.items():
         curriculum = source.get("curriculum")
@@ -151,11 +151,11 @@ def _run_grpo(resolved: Plan) -> None:
     options = dict(resolved.engine_options)
     options["out"] = Path(options["out"])
     if "task" in options:  # a rung of the curriculum: single-turn
-        from cuda_agent.rl.trl_single_turn import run_curriculum
+        from cuda_agent.rl.trl.single_turn import run_curriculum
 
         summary = run_curriculum(**options)
     else:
-        from cuda_agent.rl.trl_grpo import run_grpo
+        from cuda_agent.rl.trl.grpo import run_grpo
 
         summary = run_grpo(**options)
     keys = ("steps", "rewards", "loss", "changed_params", "per_step")

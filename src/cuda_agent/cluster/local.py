@@ -25,7 +25,6 @@ from cuda_agent.cluster.pool import (
     EvalJob,
     EvalPool,
     WorkerTaskResult,
-    prewarm,
     run_worker_task,
     with_retries,
 )
@@ -36,6 +35,7 @@ from cuda_agent.evaluator.device_budget import scaled_text
 from cuda_agent.evaluator.memory_cap import set_concurrent_workers
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import execute, prepare
+from cuda_agent.evaluator.prewarm import prewarm
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
 
 MULTICAST_OFF = {

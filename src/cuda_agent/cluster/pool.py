@@ -12,7 +12,6 @@ worker itself takes the device's timing lock (``device_lock``) around anything i
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import secrets
@@ -27,7 +26,8 @@ from cuda_agent.cluster.board import JobBoard
 from cuda_agent.cluster.ledger import DeviceLedger
 from cuda_agent.core.locks import device_lock_path
 from cuda_agent.core.paths import ensure_dir, scratch_dir
-from cuda_agent.core.types import EvalResult, Problem, Solution, StageError
+from cuda_agent.core.records import StageError, WorkerRecord
+from cuda_agent.core.types import EvalResult, Problem, Solution
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
 from cuda_agent.workspace.isolation import IsolationUnavailable
@@ -50,7 +50,7 @@ class EvalJob:
 class WorkerTaskResult:
     """What a raw worker request gave: its record (None if the worker died) and events."""
 
-    record: dict[str, Any] | None
+    record: WorkerRecord | None
     events: list[dict[str, Any]] = field(default_factory=list)
     error: str = ""
     device: str = ""
@@ -137,27 +137,12 @@ def with_retries(
     return failed
 
 
-def prewarm(backend: str, allow_unsandboxed: bool = False) -> str:
-    """Do in the calling thread, before any pool thread starts, what jobs would otherwise do
-    first and concurrently: import the evaluation and build code (torch's ``cpp_extension``
-    pulls in setuptools and logging), find the toolchain, probe the isolation. Importing for
-    the first time in several threads while others start processes is how a bench deadlocked.
-    Returns the isolation workers will get (raises ``IsolationUnavailable`` if none and not
-    allowed)."""
-    import cuda_agent.evaluator.pipeline  # noqa: F401
-    from cuda_agent.evaluator.builder.toolchain import ToolchainError, discover
-    from cuda_agent.workspace.sandbox import worker_isolation
-
-    with contextlib.suppress(ToolchainError):  # reported per build, as a verdict
-        discover(backend)
-    return worker_isolation(backend == "cuda", allow_unsandboxed)
-
-
 def run_worker_task(
     request: WorkerRequest, timeout_s: float, env_extra: dict[str, str]
 ) -> WorkerTaskResult:
     """Run ``request`` in a fresh sandboxed worker on the device ``env_extra`` selects."""
-    from cuda_agent.evaluator.worker_process import run_worker, worker_env
+    from cuda_agent.evaluator.worker_process import run_worker
+    from cuda_agent.evaluator.worker_spawn import worker_env
 
     visible = env_extra.get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES"))
     lock = device_lock_path(request.settings.backend, visible)

@@ -1,13 +1,20 @@
-"""Where CUDA Agent keeps its caches (builds, baselines) and per-evaluation scratch space.
+"""Where CUDA Agent keeps its caches (builds, baselines) and per-evaluation scratch space, and
+where the package itself is installed.
 
-Everything lives under one root, ``$CUDA_AGENT_CACHE`` or ``~/.cache/cuda-agent``. Nothing here
-creates files except ``ensure_dir``.
+Caches live under one root, ``$CUDA_AGENT_CACHE`` or ``~/.cache/cuda-agent``. ``package_root``
+is the ``cuda_agent`` folder (its parent goes on a child process's ``PYTHONPATH``), found without
+importing the package root. Nothing here creates files except ``ensure_dir``.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+
+def package_root() -> Path:
+    """The installed ``cuda_agent`` package folder (resolved)."""
+    return Path(__file__).resolve().parent.parent
 
 
 def cache_root() -> Path:

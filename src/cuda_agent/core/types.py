@@ -7,11 +7,14 @@ These are frozen dataclasses with JSON round-trips; they hold no behaviour beyon
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import enum
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from cuda_agent.core.records import EvaluationRecord, StageError
 
 BACKENDS = ("cpu", "cuda")
 BASELINES = ("eager", "compile")
@@ -83,20 +86,14 @@ class Solution:
         return "model_new.py" if self.kind is SolutionKind.WORKDIR else self.path.name
 
 
-@dataclass(frozen=True)
-class StageError:
-    """Why an evaluation stopped: the stage that failed and an agent-readable message."""
-
-    stage: str
-    message: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {"stage": self.stage, "message": self.message}
-
-
 @dataclass
 class EvalResult:
-    """The verdict of one evaluation. ``to_dict`` is the CLI's ``--json`` contract."""
+    """The verdict of one evaluation. ``to_dict`` is the CLI's ``--json`` contract.
+
+    ``record`` is the ``evaluate`` worker's record, whole (None when no worker answered);
+    ``details`` holds only what the parent adds (hashes, seed, stage times, the memory check,
+    the baselines, pools' notes). ``to_dict`` shows both under ``details``, as one object.
+    """
 
     problem_id: str
     backend: str
@@ -115,17 +112,51 @@ class EvalResult:
     details: dict[str, Any] = field(default_factory=dict)
     problem_flags: list[str] | None = None  # the problem's task lint; None: not known
     language: str | None = None  # cuda, triton, cuda+triton or pytorch (solutions.language)
+    record: EvaluationRecord | None = None
+
+    @property
+    def builds(self) -> list[dict[str, Any]]:
+        """Every build of the evaluation: the parent's, then the worker's."""
+        worker = self.record.builds if self.record is not None else []
+        return [*self.details.get("builds", []), *worker]
 
     def to_dict(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
+        out = {
+            f.name: copy.deepcopy(getattr(self, f.name))
+            for f in dataclasses.fields(self)
+            if f.name != "record"
+        }
         out["error"] = self.error.to_dict() if self.error else None
+        out["details"] = self.shown_details()
         return out
+
+    def shown_details(self) -> dict[str, Any]:
+        """``details`` as ``to_dict`` shows it: the parent's, and the record's ``DETAILS``
+        (the worker's builds after the parent's, its notes before the parent's, its profile
+        beside the parts the parent measured)."""
+        shown = copy.deepcopy(self.details)
+        if self.record is None:
+            return shown
+        for key, value in copy.deepcopy(self.record.shown_details()).items():
+            if key == "notes":
+                shown[key] = value + [n for n in shown.get(key, []) if n not in value]
+            elif key == "profile":
+                shown[key] = {**value, **shown.get(key, {})}
+            else:
+                shown[key] = value
+        if self.record.builds:
+            shown["builds"] = copy.deepcopy(self.builds)
+        return shown
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EvalResult:
-        """The result ``to_dict`` (``eval --json``) gave; keys it does not know are left out."""
-        known = {f.name for f in dataclasses.fields(cls)}
+        """The result ``to_dict`` (``eval --json``) gave; keys it does not know are left out.
+        The record's ``DETAILS`` under ``details`` become ``record`` again (the worker's builds
+        stay among the parent's)."""
+        known = {f.name for f in dataclasses.fields(cls)} - {"record"}
         values = {k: v for k, v in data.items() if k in known}
         error = values.get("error")
         values["error"] = StageError(**error) if isinstance(error, dict) else None
-        return cls(**values)
+        details = values.get("details") or {}
+        values["details"] = {k: v for k, v in details.items() if k not in EvaluationRecord.DETAILS}
+        return cls(**values, record=EvaluationRecord.from_details(data))

@@ -20,10 +20,12 @@ from typing import Any
 
 from cuda_agent.core import secret
 from cuda_agent.core.paths import baselines_dir, ensure_dir
+from cuda_agent.core.records import CompileBaselineRecord
 from cuda_agent.core.types import Problem
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.requests import worker_request
-from cuda_agent.evaluator.worker_process import run_worker, worker_env
+from cuda_agent.evaluator.worker_process import run_worker
+from cuda_agent.evaluator.worker_spawn import worker_env
 
 log = logging.getLogger(__name__)
 
@@ -96,36 +98,22 @@ def compile_baseline(
         }
     )
     outcome = run_worker(request, timeout_s=opts.baseline_timeout_s, scratch=scratch, env=env)
-    record = outcome.record
+    record = outcome.record_of(CompileBaselineRecord)
     if record is None:
         return CompileBaseline(
             ok=False, error=f"the torch.compile baseline process {outcome.death_reason()}"
         )
-    if not record.get("ok"):
-        error = record.get("error")
-        message = error.get("message") if isinstance(error, dict) else error
-        return CompileBaseline(ok=False, error=str(message))
-    data = {
-        k: record[k]
-        for k in (
-            "ratio",
-            "compile_us",
-            "eager_us",
-            "compile_seconds",
-            "matches_eager",
-            "timing",
-            "device",
-            "precision",
-            "profile",
-        )
-        if k in record
-    }
+    if not record.ok:
+        return CompileBaseline(ok=False, error=record.message)
+    data = record.to_dict()
+    for key_name in ("ok", "error", "traceback"):
+        data.pop(key_name)
     write_entry(ensure_dir(baselines_dir()) / f"{key}.json", key, data)
     return CompileBaseline(
         ok=True,
-        ratio=data["ratio"],
-        compile_us=data["compile_us"],
-        eager_us=data["eager_us"],
+        ratio=record.ratio,
+        compile_us=record.compile_us,
+        eager_us=record.eager_us,
         details=data,
         rejected_entry=rejected,
     )

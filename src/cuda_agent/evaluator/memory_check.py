@@ -41,6 +41,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cuda_agent.core.records import MemoryCheckRecord
 from cuda_agent.core.types import Problem, Solution, SolutionKind
 from cuda_agent.evaluator.builder.builder import build_extension
 from cuda_agent.evaluator.builder.inline import inline_spec, workdir_spec
@@ -239,7 +240,7 @@ def _absorb(check: MemoryCheck, outcome: WorkerOutcome) -> None:
     """The worker's answer (or how it ended) into ``check``."""
     if check.errors:
         return  # the checker's report is the answer, however the worker ended
-    record = outcome.record
+    record = outcome.record_of(MemoryCheckRecord)
     if record is None:
         reason = outcome.death_reason()
         if outcome.timed_out:
@@ -247,15 +248,12 @@ def _absorb(check: MemoryCheck, outcome: WorkerOutcome) -> None:
         tail = " | ".join(outcome.stderr_tail.strip().splitlines()[-3:])
         check.incomplete = f"the checked run {reason}" + (f": {tail}" if tail else "")
         return
-    if not record.get("ok"):
-        error = record.get("error") or {}
-        check.incomplete = (
-            f"the checked run stopped at {error.get('stage')}: "
-            + str(error.get("message", ""))[:500]
-        )
+    if record.error is not None or not record.ok:
+        stage = record.error.stage if record.error is not None else "memory"
+        check.incomplete = f"the checked run stopped at {stage}: " + record.message[:500]
         return
-    check.output_ok = bool(record.get("output_ok"))
-    check.output_message = str(record.get("message") or "")
+    check.output_ok = bool(record.output_ok)
+    check.output_message = record.output_message
 
 
 def _sanitized_builds(

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
-from cuda_agent.evaluator.worker_process import run_worker, worker_env
+from cuda_agent.evaluator.worker_process import run_worker
+from cuda_agent.evaluator.worker_spawn import worker_env
 
 METRICS = {
     "gpu__time_duration.sum": "duration_us",
@@ -80,7 +81,11 @@ def ncu_metrics(
     text = log.read_text(errors="replace") if log.exists() else ""
     kernels = parse_ncu_csv(text)
     if not kernels:
-        reason = outcome.death_reason() if outcome.record is None else "no kernel was profiled"
+        record = outcome.record
+        if record is None:
+            reason = outcome.death_reason()
+        else:
+            reason = record.message if not record.ok else "no kernel was profiled"
         tail = [ln for ln in text.splitlines() if ln.startswith("==ERROR==")][:2]
         return {"error": f"ncu produced no metrics ({reason}) {' '.join(tail)}".strip()}
     return {"kernels": kernels}

@@ -8,7 +8,7 @@ command line builds one and validates it before it loads anything.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cuda_agent.core.errors import ConfigError
 from cuda_agent.core.types import BASELINES
@@ -44,7 +44,10 @@ class EvalOptions(EvalSettings):
     memory_check_timeout_s: float = 240.0
 
     def validate(self) -> EvalOptions:
-        """Raise ``ConfigError`` (one line: which value, what it must be) on an unusable one."""
+        """The checked options: a new value with what follows from the others set (timing only
+        with the eager baseline; ``reward_shapes`` implies ``shapes``). Writes nothing into
+        ``self`` or the objects it shares with its copies. Raises ``ConfigError`` (one line:
+        which value, what it must be) on an unusable one."""
         self.validate_settings()
         unknown = [b for b in self.baselines if b not in BASELINES]
         if unknown:
@@ -70,6 +73,8 @@ class EvalOptions(EvalSettings):
         if not 1 <= self.spare_depth <= 16:
             raise ConfigError("spare workers per device must be between 1 and 16")
         BudgetRule.parse(self.device_budget)
-        self.timing.enabled = "eager" in self.baselines
-        self.shapes = self.shapes or self.reward_shapes
-        return self
+        return replace(
+            self,
+            timing=replace(self.timing, enabled="eager" in self.baselines),
+            shapes=self.shapes or self.reward_shapes,
+        )

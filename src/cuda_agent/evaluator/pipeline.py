@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from cuda_agent.core.paths import ensure_dir, scratch_dir
-from cuda_agent.core.types import EvalResult, Problem, Solution, SolutionKind, StageError
+from cuda_agent.core.records import EvaluationRecord, StageError
+from cuda_agent.core.types import EvalResult, Problem, Solution, SolutionKind
 from cuda_agent.evaluator import problem_lint
 from cuda_agent.evaluator.builder.builder import BuildResult, build_extension
 from cuda_agent.evaluator.builder.inline import inline_spec, workdir_spec
@@ -38,14 +39,11 @@ from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.requests import worker_request
 from cuda_agent.evaluator.reward import compute_reward
 from cuda_agent.evaluator.shapes import verify_shapes
-from cuda_agent.evaluator.worker.protocol import EvaluationRecord
+from cuda_agent.evaluator.spare_workers import SpareWorkers
+from cuda_agent.evaluator.worker.protocol import WorkerRequest
 from cuda_agent.evaluator.worker.shim import failure_key
-from cuda_agent.evaluator.worker_process import (
-    SpareWorkers,
-    WorkerOutcome,
-    run_worker,
-    worker_env,
-)
+from cuda_agent.evaluator.worker_process import WorkerOutcome, run_worker
+from cuda_agent.evaluator.worker_spawn import worker_env
 from cuda_agent.solutions.language import detect_language, written_in
 from cuda_agent.solutions.static import analyse, python_trees
 from cuda_agent.workspace.template_files import harness_binding_files
@@ -158,21 +156,11 @@ def execute(
     env = worker_env(env_extra)
     try:
         started = time.monotonic()
-        outcome = _run_candidate(
-            prepared.problem,
-            prepared.solution,
-            opts,
-            prepared.seed,
-            prepared.builds,
-            scratch,
-            notify,
-            env,
-            prepared.known_build_failures,
-            device_lock,
-            result.language,
-        )
+        outcome = _run_candidate(prepared, scratch, notify, env, device_lock)
+        record = outcome.record_of(EvaluationRecord)
+        if opts.profile and opts.backend == "cuda" and record is not None and record.correct:
+            _add_ncu_metrics(prepared, result, scratch, notify, device_lock)
         stage_times["worker"] = round(time.monotonic() - started, 3)
-        record = EvaluationRecord.from_dict(outcome.record) if outcome.record else None
         error = _name_memory_cap(result, outcome, _absorb_worker(result, outcome, record), opts)
         problem_lint.attach(result, prepared.problem, opts, record)
         if error is None and opts.memory_check and result.correct:
@@ -305,41 +293,38 @@ def _prebuilt_module(solution: Solution, builds: list[BuildResult]) -> str | Non
     return None
 
 
-def _run_candidate(
-    problem: Problem,
-    solution: Solution,
-    opts: EvalOptions,
-    seed: int,
-    builds: list[BuildResult],
-    scratch: Path,
-    notify: Progress,
-    env: dict[str, str],
-    known_build_failures: dict[str, str],
-    device_lock: str = "",
-    language: str | None = None,
-) -> WorkerOutcome:
-    prebuilt = _prebuilt_module(solution, builds)
-    request = worker_request(
+def _candidate_request(prepared: Prepared, device_lock: str) -> WorkerRequest:
+    """The ``evaluate`` request of a prepared evaluation (its worker sets the solution's
+    folder: the files go to the worker's own)."""
+    solution, opts = prepared.solution, prepared.opts
+    return worker_request(
         "evaluate",
         opts,
-        problem,
-        seed,
+        prepared.problem,
+        prepared.seed,
         solution_kind=solution.kind.value,
-        solution_root="",  # set by run_worker: the files go to the worker's own folder
+        solution_root="",
         solution_entry=solution.entry_file,
-        prebuilt_module=prebuilt,
-        known_build_failures=dict(known_build_failures),
-        problem_lint=problem_lint.lint_wanted(problem, opts),
+        prebuilt_module=_prebuilt_module(solution, prepared.builds),
+        known_build_failures=dict(prepared.known_build_failures),
+        problem_lint=problem_lint.lint_wanted(prepared.problem, opts),
         lock_path=device_lock,
-        uses_triton="triton" in (language or ""),
+        uses_triton="triton" in (prepared.result.language or ""),
     )
+
+
+def _run_candidate(
+    prepared: Prepared, scratch: Path, notify: Progress, env: dict[str, str], device_lock: str
+) -> WorkerOutcome:
+    opts = prepared.opts
+    request = _candidate_request(prepared, device_lock)
     labels = {"load": "loading", "verify": "verifying", "time": "timing", "profile": "profiling"}
 
     def on_event(event: dict[str, Any]) -> None:
         stage = str(event.get("stage", ""))
         notify(stage, labels.get(stage, stage))
 
-    outcome = run_worker(
+    return run_worker(
         request,
         timeout_s=opts.worker_timeout_s,
         scratch=scratch / "worker",
@@ -347,18 +332,21 @@ def _run_candidate(
         on_event=on_event,
         spares=spare_workers() if opts.keep_spare_worker else None,
         spare_depth=opts.spare_depth,
-        files=solution.files,
+        files=prepared.solution.files,
         sandboxed=opts.sandbox,
         allow_unsandboxed=opts.allow_unsandboxed,
         budget=functools.partial(BudgetRule.parse(opts.device_budget).seconds, settings=opts),
     )
-    record = outcome.record  # a worker that failed early sends a record without "correct"
-    if opts.profile and opts.backend == "cuda" and record is not None and record.get("correct"):
-        notify("profile", "Nsight Compute metrics")
-        profile = record.get("profile") or {}
-        profile["ncu"] = ncu_metrics(request, scratch / "ncu", solution.files, opts.sandbox)
-        record["profile"] = profile
-    return outcome
+
+
+def _add_ncu_metrics(
+    prepared: Prepared, result: EvalResult, scratch: Path, notify: Progress, device_lock: str
+) -> None:
+    """Nsight Compute's metrics of a correct candidate, beside the worker's profile."""
+    notify("profile", "Nsight Compute metrics")
+    request = _candidate_request(prepared, device_lock)
+    ncu = ncu_metrics(request, scratch / "ncu", prepared.solution.files, prepared.opts.sandbox)
+    result.details.setdefault("profile", {})["ncu"] = ncu
 
 
 _SPARES: SpareWorkers | None = None
@@ -370,23 +358,6 @@ def spare_workers() -> SpareWorkers:
     if _SPARES is None:
         _SPARES = SpareWorkers(ensure_dir(scratch_dir()) / "spares")
     return _SPARES
-
-
-# the parts of a worker's record that ``EvalResult.details`` carries under the same names
-RECORD_DETAILS = (
-    "device",
-    "verify",
-    "timing",
-    "custom_calls_per_forward",
-    "kernels",
-    "profile",
-    "worker_phases_s",
-    "device_turns_given_up",
-    "precision",
-    "module_mode",
-    "notes",
-    "weight_probe",
-)
 
 
 def _absorb_worker(
@@ -418,25 +389,19 @@ def _absorb_worker(
         if tail:
             message += f"; last output:\n{tail}"
         return StageError(stage, message)
+    result.record = record
     result.compiled = record.compiled
     result.correct = record.correct
     result.flags.extend(record.flags)
     result.warnings.extend(record.warnings)
     result.runtime_us = record.runtime_us
     result.eager_us = record.eager_us
-    for key in RECORD_DETAILS:
-        value = getattr(record, key)
-        if value is not None:
-            result.details[key] = value
-    if record.builds:
-        result.details.setdefault("builds", []).extend(record.builds)
     if outcome.stdout_tail.strip():
         result.details["candidate_stdout_tail"] = _last_lines(outcome.stdout_tail, 20)
     if record.error is not None:
-        stage = record.error.get("stage", "internal")
-        if stage in ("load", "verify") and outcome.stderr_tail.strip():
+        if record.error.stage in ("load", "verify") and outcome.stderr_tail.strip():
             result.details["candidate_stderr_tail"] = _last_lines(outcome.stderr_tail, 20)
-        return StageError(stage, record.error.get("message", ""))
+        return record.error
     return None
 
 
@@ -475,7 +440,7 @@ def _add_compile_baseline(
     env_extra: dict[str, str] | None,
     device_lock: str = "",
 ) -> None:
-    device = result.details.get("device", {})
+    device = (result.record.device if result.record is not None else None) or {}
     baseline = compile_baseline(problem, device, opts, scratch, env_extra, device_lock)
     result.details["compile_baseline"] = {
         "cached": baseline.cached,

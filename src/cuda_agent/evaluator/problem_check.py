@@ -1,7 +1,7 @@
 """Run a problem once in a worker process (``cuda-agent problems check|lint``) and report on it.
 
 ``check_problem_runtime`` runs one problem in its own worker; ``check_request`` and
-``check_report`` let a pool run many (``problems lint``).
+``check_record`` let a pool run many (``problems lint``).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import shutil
 from typing import Any
 
 from cuda_agent.core.paths import ensure_dir, scratch_dir
+from cuda_agent.core.records import ProblemCheckRecord, WorkerRecord
 from cuda_agent.core.types import Problem
 from cuda_agent.evaluator.requests import worker_request
 from cuda_agent.evaluator.worker.protocol import EvalSettings, WorkerRequest
@@ -23,22 +24,17 @@ def check_problem_runtime(
     seed: int = 0,
     timeout_s: float = 300.0,
     cpu_threads: int = 1,
-) -> dict[str, Any]:
-    """``{"ok": True, "inputs": ..., "outputs": ..., ...}`` or ``{"ok": False, "error": ...}``."""
+) -> ProblemCheckRecord:
+    """The problem's record: ``ok`` with its shapes, speed and lint, or the ``error``."""
     request = check_request(problem, backend, seed, cpu_threads)
     scratch = ensure_dir(scratch_dir()) / f"check-{secrets.token_hex(6)}"
     try:
         outcome = run_worker(request, timeout_s=timeout_s, scratch=scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    record = outcome.record
-    if record is None:
-        tail = outcome.stderr_tail.strip().splitlines()[-1:] or [""]
-        return {
-            "ok": False,
-            "error": f"the problem process {outcome.death_reason()} {tail[0]}".strip(),
-        }
-    return check_report(record)
+    tail = outcome.stderr_tail.strip().splitlines()[-1:] or [""]
+    died = f"the problem process {outcome.death_reason()} {tail[0]}".strip()
+    return check_record(outcome.record, died)
 
 
 def check_request(
@@ -49,9 +45,23 @@ def check_request(
     return worker_request("problem_check", settings, problem, seed)
 
 
-def check_report(record: dict[str, Any]) -> dict[str, Any]:
-    """The report in a ``problem_check`` worker's record."""
-    if "ok" not in record:  # an internal error record
-        error = record.get("error", {})
-        return {"ok": False, "error": str(error.get("message", error))}
-    return {k: v for k, v in record.items() if k not in ("nonce", "type")}
+def check_record(record: WorkerRecord | None, died: str) -> ProblemCheckRecord:
+    """A ``problem_check`` worker's record; ``died`` says why when the worker gave none."""
+    if record is None:
+        failed = ProblemCheckRecord()
+        failed.fail("problem", died)
+        return failed
+    if not isinstance(record, ProblemCheckRecord):
+        raise TypeError(f"a {type(record).__name__} where a problem check was expected")
+    return record
+
+
+def report_json(record: ProblemCheckRecord) -> dict[str, Any]:
+    """The record as ``problems check --json`` prints it: every finding when the problem
+    ran, ``{"ok": false, "error": message}`` when it did not."""
+    if not record.ok:
+        return {"ok": False, "error": record.message}
+    data = record.to_dict()
+    for key in ("error", "traceback"):
+        data.pop(key)
+    return data

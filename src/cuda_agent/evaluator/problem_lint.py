@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from cuda_agent.core.paths import cache_root, ensure_dir
+from cuda_agent.core.records import EvaluationRecord
 from cuda_agent.core.types import EvalResult, Problem
 from cuda_agent.evaluator.options import EvalOptions
-from cuda_agent.evaluator.worker.protocol import EvaluationRecord
 
 LINT_VERSION = "2"  # 2: modules run in the mode their constructor left (training)
 MEANINGS = {

@@ -36,6 +36,7 @@ from typing import Any
 
 from cuda_agent.core import secret
 from cuda_agent.core.types import EvalResult, Problem, Solution
+from cuda_agent.evaluator.prewarm import prewarm
 
 log = logging.getLogger(__name__)
 
@@ -167,8 +168,6 @@ class EvalService:
         self._env: dict[str, str] = {}
 
     def __enter__(self) -> EvalService:
-        from cuda_agent.cluster.pool import prewarm
-
         self.isolation = prewarm(self.backend)  # imports, toolchain, isolation probes
         self._token = token()
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -205,7 +204,7 @@ class EvalService:
     def _warm(self) -> None:
         """Start the spare worker the next evaluation will take."""
         from cuda_agent.evaluator.pipeline import spare_workers
-        from cuda_agent.evaluator.worker_process import worker_env
+        from cuda_agent.evaluator.worker_spawn import worker_env
 
         # the environment every worker of this service gets: fixed at start, so the spares
         # started now match the evaluations that come later (a spare is kept per environment)

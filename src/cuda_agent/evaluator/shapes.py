@@ -24,10 +24,12 @@ from typing import Any
 
 from cuda_agent.core.hashing import text_hash
 from cuda_agent.core.paths import ensure_dir, scratch_dir
+from cuda_agent.core.records import ShapePlanRecord
 from cuda_agent.core.types import EvalResult, Problem
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.requests import worker_request
-from cuda_agent.evaluator.worker_process import run_worker, worker_env
+from cuda_agent.evaluator.worker_process import run_worker
+from cuda_agent.evaluator.worker_spawn import worker_env
 from cuda_agent.problems.variants import SizeVariant, size_variants, used_size_constants
 
 MEMORY_SHARE = 0.5  # of the plan's memory budget, for one size's evaluation
@@ -105,17 +107,15 @@ def plan_shapes(
         )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    record = outcome.record
+    record = outcome.record_of(ShapePlanRecord)
     unknown: list[dict[str, Any]] = [{"ok": None} for _ in batch]
     if record is None:
         return unknown, None, f"the plan process {outcome.death_reason()}"
-    if not record.get("ok"):
-        error = record.get("error")
-        return unknown, None, str(error.get("message") if isinstance(error, dict) else error)
-    plans = list(record.get("plans", []))
-    if len(plans) != len(batch):
+    if not record.ok:
+        return unknown, None, record.message
+    if len(record.plans) != len(batch):
         return unknown, None, "the plan process described the wrong number of sizes"
-    return plans, int(record.get("memory_bytes") or 0) or None, None
+    return list(record.plans), record.memory_bytes or None, None
 
 
 def variant_options(opts: EvalOptions, seed: int, variant: SizeVariant) -> EvalOptions:
@@ -128,7 +128,6 @@ def variant_options(opts: EvalOptions, seed: int, variant: SizeVariant) -> EvalO
         profile=False,
         shapes=False,
         reward_shapes=False,
-        timing=dataclasses.replace(opts.timing),
     ).validate()
 
 

@@ -13,7 +13,7 @@ the ordinary way, as is one run under a prefix (``ncu``). A template that cannot
 refuses an order, makes the caller fall back to starting the worker the ordinary way
 (``TemplateUnavailable``), so isolation never depends on it.
 
-What it does not do: decide the isolation (``worker_process.worker_sandbox`` does) or read
+What it does not do: decide the isolation (``worker_spawn.worker_sandbox`` does) or read
 anything from a worker (the pool reads the result pipe as for any worker).
 """
 

@@ -116,7 +116,8 @@ def _parse_check(solution: Solution, language: str) -> ToolReply:
 
 def agent_summary(result: EvalResult) -> str:
     lines = []
-    builds = result.details.get("builds") or []
+    record = result.record
+    builds = result.builds
     if result.error and result.error.stage in ("static", "build"):
         return f"compile: FAILED\n{result.error.message}"
     if builds:
@@ -124,7 +125,7 @@ def agent_summary(result: EvalResult) -> str:
     if result.error:
         lines.append(f"{result.error.stage}: FAILED\n{result.error.message}")
     else:
-        trials = result.details.get("verify", {}).get("trials", [])
+        trials = ((record.verify if record is not None else None) or {}).get("trials", [])
         worst = max((t.get("max_abs_error", 0.0) for t in trials), default=0.0)
         lines.append(
             f"correctness: PASS ({len(trials)}/{len(trials)} trials, max abs error {worst:.2g})"
@@ -141,7 +142,7 @@ def agent_summary(result: EvalResult) -> str:
 
 
 def timing_lines(result: EvalResult) -> list[str]:
-    timing = result.details.get("timing")
+    timing = result.record.timing if result.record is not None else None
     if not timing:
         return []
     lines = []
@@ -157,7 +158,7 @@ def timing_lines(result: EvalResult) -> list[str]:
 
 def profile_lines(result: EvalResult) -> list[str]:
     """Per-kernel tables (candidate, eager, compile) and ncu metrics."""
-    profile = result.details.get("profile") or {}
+    profile = result.shown_details().get("profile") or {}
     lines: list[str] = []
     for side in ("candidate", "eager", "compile"):
         summary = profile.get(side)

@@ -140,7 +140,7 @@ def export_many(
 def evaluate_with_shapes(
     problem: Problem, solution: Solution, opts: EvalOptions, progress: Progress | None = None
 ) -> dict[str, Any]:
-    with_shapes = dataclasses.replace(opts, shapes=True, timing=dataclasses.replace(opts.timing))
+    with_shapes = dataclasses.replace(opts, shapes=True)
     return evaluate(problem, solution, with_shapes.validate(), progress).to_dict()
 
 

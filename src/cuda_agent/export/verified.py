@@ -12,8 +12,8 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from cuda_agent import __version__
 from cuda_agent.core.types import Problem, Solution
+from cuda_agent.core.version import __version__
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.export.sources import ExportError
 

@@ -4,14 +4,14 @@ Stages (``STAGES``), in the paper's order: ``single-turn`` (PPO warm-up, one rep
 problem), ``collect`` (the agent over the training problems, through ``bench run``), ``rft``
 (rejection fine-tuning on clean successful trajectories), ``value-pretrain`` (the critic on
 agent trajectories, actor frozen) and ``agentic-ppo`` (PPO with the critic); ``grpo`` is the
-light single-node TRL path (``trl_grpo.py``). Each has a configuration file shipped in
+light single-node TRL path (``trl/grpo.py``). Each has a configuration file shipped in
 ``rl/configs/`` holding the paper's settings, merged over ``common.yaml``; a user file and
 ``dotted.key=value`` overrides come on top. ``grpo`` and ``single-turn`` can run a rung of
 the curriculum instead of their problems (``curriculum.task``: ``model-new``,
 ``fill-in``, ``kernel`` or several joined by ``+``,
 ``rl/curriculum/``; the task sets the evaluation policy). ``plan`` resolves everything into
 a ``Plan``: the full configuration, the engine's own options (verl's Hydra
-overrides, see ``verl_compat.py``) and the command line. ``cuda-agent train STAGE --dry-run``
+overrides, see ``verl/compat.py``) and the command line. ``cuda-agent train STAGE --dry-run``
 prints the plan and starts nothing.
 
 Not here: the engines themselves. verl runs on the user's Ray cluster with vLLM; the
@@ -30,8 +30,8 @@ from typing import Any
 import yaml
 
 from cuda_agent.core.errors import CudaAgentError
-from cuda_agent.rl import verl_compat
 from cuda_agent.rl.curriculum import POLICIES, task_names
+from cuda_agent.rl.verl import compat
 
 STAGES = ("single-turn", "collect", "rft", "value-pretrain", "agentic-ppo", "grpo")
 
@@ -112,7 +112,7 @@ def _plan_ppo(stage: str, config: dict[str, Any]) -> Plan:
     loop_file = None
     if agentic:
         loop_file = str(Path(config["trainer"]["save_dir"]) / stage / "agent_loop.yaml")
-        files[loop_file] = yaml.safe_dump(verl_compat.agent_loop_registry(config["evaluation"]))
+        files[loop_file] = yaml.safe_dump(compat.agent_loop_registry(config["evaluation"]))
     train_file = str(Path(config["trainer"]["save_dir"]) / stage / "train.parquet")
     source: dict[str, Any] = {
         "problems": str(config["data"]["train"]),
@@ -130,15 +130,15 @@ def _plan_ppo(stage: str, config: dict[str, Any]) -> Plan:
             "size": source["size"],
         }
     datasets = {train_file: source}
-    options = verl_compat.ppo_overrides(config, loop_file, train_file)
+    options = compat.ppo_overrides(config, loop_file, train_file)
     command = [
         "python3",
         "-m",
-        verl_compat.PPO_MODULE,
+        compat.PPO_MODULE,
         *(f"{k}={_hydra(v)}" for k, v in options.items()),
     ]
     notes = [
-        f"verl {verl_compat.VERL_VERSION} with vLLM on a Ray cluster; evaluation GPUs apart "
+        f"verl {compat.VERL_VERSION} with vLLM on a Ray cluster; evaluation GPUs apart "
         f"(evaluation.pool = {config['evaluation']['pool']})",
     ]
     if not agentic:
@@ -197,7 +197,7 @@ def _plan_grpo(config: dict[str, Any]) -> Plan:
     command = [
         "python3",
         "-c",
-        f"from cuda_agent.rl.trl_grpo import run_grpo; run_grpo(**{options!r})",
+        f"from cuda_agent.rl.trl.grpo import run_grpo; run_grpo(**{options!r})",
     ]
     notes = ["TRL on this node: generation with transformers, one evaluator per rollout"]
     return Plan("grpo", "trl", config, command, options, {}, notes=notes)
@@ -225,7 +225,7 @@ def _plan_grpo_curriculum(config: dict[str, Any], task: str) -> Plan:
     command = [
         "python3",
         "-c",
-        f"from cuda_agent.rl.trl_single_turn import run_curriculum; run_curriculum(**{options!r})",
+        f"from cuda_agent.rl.trl.single_turn import run_curriculum; run_curriculum(**{options!r})",
     ]
     notes = [
         "TRL on this node: one reply per rollout, scored by the evaluator (no tools)",
@@ -266,11 +266,11 @@ def _curriculum_note(task: str) -> str:
 
 def _plan_rft(config: dict[str, Any]) -> Plan:
     data_file = str(Path(config["out"]) / "rft.jsonl")
-    options = verl_compat.sft_overrides(config, data_file)
+    options = compat.sft_overrides(config, data_file)
     command = [
         "python3",
         "-m",
-        verl_compat.SFT_MODULE,
+        compat.SFT_MODULE,
         *(f"{k}={_hydra(v)}" for k, v in options.items()),
     ]
     runs = " ".join(str(r) for r in config["runs"])

@@ -1,6 +1,6 @@
 """Reward functions that score replies through the reward service, for TRL and for verl.
 
-Both take a batch of model replies, pull each one's solution file out (``verl_reward.
+Both take a batch of model replies, pull each one's solution file out (``reply.
 extract_solution``: the last fenced block defining ``ModelNew``), send every one that has a
 solution to the service in one batch request, and wait for the results (the client retries
 network errors and 5xx answers; a job that does not finish in ``timeout_s`` is cancelled and
@@ -12,7 +12,7 @@ scores ``NO_SOLUTION_REWARD`` (-1), as every incorrect solution does.
   completions are read from their last message);
 * ``compute_score_batch(data_sources, solution_strs, ground_truths, extra_infos, service=URL)``
   is verl's batch reward function (``reward_model.reward_manager=batch``): a list of the same
-  dicts ``verl_reward.compute_score`` returns.
+  dicts ``verl.reward.compute_score`` returns (``reply.score_record``).
 
 The service URL comes from the argument, else ``CUDA_AGENT_SERVICE``; the token from
 ``CUDA_AGENT_TOKEN``. What they do not do: cache verdicts, or evaluate anything locally.
@@ -29,7 +29,7 @@ from typing import Any
 from cuda_agent.core.hashing import files_hash
 from cuda_agent.core.types import EvalResult, Solution, SolutionKind
 from cuda_agent.problems.sets import resolve_problem
-from cuda_agent.rl.verl_reward import NO_SOLUTION_REWARD, _scores, extract_solution
+from cuda_agent.rl.reply import NO_SOLUTION_REWARD, extract_solution, score_record
 from cuda_agent.service.client import TOKEN_ENV, ServiceClient, ServiceFailed
 
 SERVICE_ENV = "CUDA_AGENT_SERVICE"
@@ -143,4 +143,4 @@ def compute_score_batch(
     if baselines is not None:
         options["baselines"] = list(baselines)
     results = score_batch(_url(service), items, options, timeout_s)
-    return [_scores(r) for r in results]
+    return [score_record(r) for r in results]

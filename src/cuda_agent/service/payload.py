@@ -19,7 +19,7 @@ import io
 import posixpath
 import tarfile
 import zipfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -116,7 +116,6 @@ def options_of(spec: dict[str, Any], backend: str, base: EvalOptions) -> EvalOpt
     if unknown:
         raise PayloadError(f"unknown or server-side option(s): {', '.join(unknown)}")
     values = {**base.__dict__, **spec, "backend": backend, "seed": None}
-    values["timing"] = replace(base.timing)  # each job its own (validate sets a field)
     if "baselines" in spec:
         values["baselines"] = tuple(spec["baselines"])
     try:

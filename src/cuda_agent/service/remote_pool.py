@@ -3,7 +3,7 @@
 ``ServicePool(url)`` is an ``EvalPool`` whose ``submit`` sends the job to a reward service
 (``client.ServiceClient`` on an event loop of its own thread) and returns a future of its
 ``EvalResult``; ``service_evaluator(url)`` is the same as a plain evaluator function (what
-``KernelEnvironment``, the TRL and verl adapters and ``rl.evaluation_config`` take). The token
+``KernelEnvironment``, the TRL and verl adapters and ``rl.verl.evaluation_config`` take). The token
 comes from ``CUDA_AGENT_TOKEN`` unless given. A job the service ends without a result (failed,
 cancelled, its deadline passed) comes back as an incorrect result with ``error.stage``
 ``internal`` and the flag ``service_failed``, so a trainer's batch never stops on one job.
@@ -25,7 +25,8 @@ import httpx
 
 from cuda_agent.cluster.pool import EvalJob, EvalPool, WorkerTaskResult
 from cuda_agent.core.errors import CudaAgentError
-from cuda_agent.core.types import EvalResult, Problem, Solution, StageError
+from cuda_agent.core.records import StageError
+from cuda_agent.core.types import EvalResult, Problem, Solution
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
 from cuda_agent.service.client import (

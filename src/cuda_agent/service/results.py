@@ -14,14 +14,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import cuda_agent
-from cuda_agent.core.paths import cache_root, scratch_dir
+from cuda_agent.core.paths import cache_root, package_root, scratch_dir
 
 DROPPED_KEYS = ("seed", "path")
 
 
 def _roots() -> list[tuple[str, str]]:
-    package = str(Path(cuda_agent.__file__).resolve().parent)
+    package = str(package_root())
     pairs = [
         (str(scratch_dir()), "<scratch>"),
         (str(cache_root()), "<cache>"),

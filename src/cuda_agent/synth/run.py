@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from cuda_agent.cluster.pool import EvalPool, WorkerTaskResult
 from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.core.jsonl import append_line, read_lines
+from cuda_agent.core.records import SynthCheckRecord
 from cuda_agent.evaluator.requests import worker_request
 from cuda_agent.evaluator.worker.protocol import EvalSettings
 from cuda_agent.synth.filters import STATIC_FILTERS, StaticFilters
@@ -171,9 +172,10 @@ class SynthRun:
         try:
             result = task.result()
             verdicts = {e["id"]: e for e in result.events if e.get("type") == "verdict"}
-            if result.record is not None and isinstance(result.record.get("verdicts"), list):
-                verdicts.update({v["id"]: v for v in result.record["verdicts"]})
-            error = result.error or _record_error(result.record)
+            record = result.record
+            if isinstance(record, SynthCheckRecord):
+                verdicts.update({v["id"]: v for v in record.verdicts})
+            error = result.error or (record.message if record is not None else "")
         except Exception as err:  # the pool itself failed
             verdicts, error = {}, f"the evaluation pool failed: {type(err).__name__}: {err}"
         missing = [r for r in rows if r["id"] not in verdicts]
@@ -246,12 +248,3 @@ def read_verdicts(out: Path) -> list[dict[str, Any]]:
     for row in read_lines(out / VERDICTS_FILE):
         latest[int(row["seed"])] = row
     return [latest[s] for s in sorted(latest)]
-
-
-def _record_error(record: dict[str, Any] | None) -> str:
-    if record is None:
-        return ""
-    error = record.get("error")
-    if isinstance(error, dict):
-        return str(error.get("message", error))
-    return str(error or "")

@@ -30,7 +30,7 @@ import sys
 from dataclasses import dataclass
 
 from cuda_agent.core.errors import CudaAgentError
-from cuda_agent.core.paths import cache_root, ensure_dir
+from cuda_agent.core.paths import cache_root, ensure_dir, package_root
 from cuda_agent.workspace.confine import ConfinePlan, landlock_abi
 
 log = logging.getLogger(__name__)
@@ -104,7 +104,7 @@ def launcher(plan: ConfinePlan, argv: list[str]) -> list[str]:
 
 def _probe(plan: ConfinePlan, code: str, *args: str) -> bool:
     env = dict(os.environ)
-    src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    src = str(package_root().parent)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH", "")) if p)
     try:
         proc = subprocess.run(

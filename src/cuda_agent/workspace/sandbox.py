@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cuda_agent.core.errors import CudaAgentError
+from cuda_agent.core.paths import package_root
 from cuda_agent.core.secret import secret_dir
 from cuda_agent.workspace.confine import LANDLOCKED_ENV, ConfinePlan
 from cuda_agent.workspace.isolation import (
@@ -82,9 +83,7 @@ class SandboxPolicy:
 
 def _python_roots() -> list[str]:
     """Where this Python, its packages and cuda_agent live (the sandbox must see them)."""
-    import cuda_agent
-
-    roots = {sys.prefix, sys.base_prefix, str(Path(cuda_agent.__file__).resolve().parents[1])}
+    roots = {sys.prefix, sys.base_prefix, str(package_root().parent)}
     roots.update(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)
     return sorted(r for r in roots if os.path.isdir(r))
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cuda_agent.evaluator.builder import builder, compiler_slots
+from cuda_agent.evaluator.builder import compiler_slots, units
 
 
 @pytest.fixture
@@ -32,12 +32,12 @@ def test_a_step_waits_for_a_slot_and_gives_up_at_its_deadline(
     thread.start()
     try:
         assert held.wait(600)
-        ok, log = builder._run(["true"], tmp_path, time.monotonic() + 0.2)
+        ok, log = units.run_compiler(["true"], tmp_path, time.monotonic() + 0.2)
         assert not ok and "waiting for a free compiler slot" in log
     finally:
         release.set()
         thread.join()
-    ok, log = builder._run(["true"], tmp_path, time.monotonic() + 600)
+    ok, log = units.run_compiler(["true"], tmp_path, time.monotonic() + 600)
     assert ok, log
 
 

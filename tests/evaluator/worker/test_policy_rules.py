@@ -13,6 +13,7 @@ def test_strict_is_the_papers_rules() -> None:
     strict = rules("strict")
     assert strict.op_policy and strict.custom_kernel_required and strict.strict_weights
     assert strict.compile_disabled and not strict.tolerated_switches and not strict.weight_probe
+    assert strict.min_custom_kernel_coverage == 0.0  # the op rule leaves nothing to hide behind
 
 
 def test_kernelbench_is_kernelbench_acceptance_plus_our_checks() -> None:
@@ -20,11 +21,12 @@ def test_kernelbench_is_kernelbench_acceptance_plus_our_checks() -> None:
     assert not kb.op_policy and not kb.strict_weights and not kb.compile_disabled
     assert kb.custom_kernel_required and kb.weight_probe
     assert kb.tolerated_switches == {"cudnn_benchmark"}
+    assert kb.min_custom_kernel_coverage == 0.01  # own kernels: >= 1% of the device time
 
 
 def test_off_drops_the_kernel_requirement_only() -> None:
     off, kb = rules("off"), rules("kernelbench")
-    assert not off.custom_kernel_required
+    assert not off.custom_kernel_required and off.min_custom_kernel_coverage == 0.0
     assert (off.strict_weights, off.weight_probe, off.tolerated_switches) == (
         kb.strict_weights,
         kb.weight_probe,

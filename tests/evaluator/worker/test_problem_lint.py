@@ -34,8 +34,8 @@ def lint(expr: str) -> list[str]:
     problem = source_problem(TEMPLATE.format(expr=expr))
     request = worker_request("problem_check", CPU, problem, seed=5)
     report = run_check_problem(request, NO_CHANNEL)
-    assert report["ok"], report
-    return list(report["lint"])
+    assert report.ok, report
+    return list(report.lint)
 
 
 @pytest.mark.parametrize(
@@ -67,7 +67,7 @@ def test_broken_problems_are_errors() -> None:
     problem = source_problem(TEMPLATE.format(expr="x / 0 * 0"))
     request = worker_request("problem_check", CPU, problem, seed=5)
     report = run_check_problem(request, NO_CHANNEL)
-    assert not report["ok"] and "NaN or infinite" in report["error"]
+    assert not report.ok and "NaN or infinite" in report.message
 
 
 def test_checking_in_process_leaves_autograd_on() -> None:

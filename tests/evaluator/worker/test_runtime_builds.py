@@ -97,8 +97,8 @@ def test_a_failed_build_reads_the_same_at_import_in_init_and_in_forward(tmp_path
     assert "cpp_sources:2:" in first.message and "missing_factor" in first.message
     assert "CandidateBuildFailed" not in first.message and "ModelNew(" not in first.message
     assert {r.error.message for r in results if r.error} == {first.message}
-    assert "worker_phases_s" not in results[0].details  # no try: no worker was needed
-    assert "worker_phases_s" in results[1].details
+    assert results[0].record is None  # no try: no worker was needed
+    assert results[1].record is not None
 
 
 def test_a_prebuilt_failure_the_solution_may_catch_is_not_compiled_twice(tmp_path: Path) -> None:
@@ -119,8 +119,8 @@ def test_a_prebuilt_failure_the_solution_may_catch_is_not_compiled_twice(tmp_pat
     result = run(path)
     assert result.error is not None and result.error.stage == "build"
     assert "missing_factor" in result.error.message
-    assert "worker_phases_s" in result.details  # the worker ran (the code has a try)
-    assert len(result.details["builds"]) == 1  # and the shim did not compile it again
+    assert result.record is not None  # the worker ran (the code has a try)
+    assert len(result.builds) == 1  # and the shim did not compile it again
 
 
 def test_a_lazy_build_in_forward_runs_and_counts_as_custom_code(tmp_path: Path) -> None:
@@ -142,8 +142,8 @@ def test_a_lazy_build_in_forward_runs_and_counts_as_custom_code(tmp_path: Path) 
     )
     result = run(path)
     assert result.correct and result.flags == [], (result.error, result.flags)
-    assert result.details["custom_calls_per_forward"] >= 1
-    assert any(b["module"] == "ca_test_ops" for b in result.details["builds"])
+    assert result.record.custom_calls_per_forward >= 1
+    assert any(b["module"] == "ca_test_ops" for b in result.builds)
 
 
 def test_load_builds_sources_written_to_the_private_temporary_folder(tmp_path: Path) -> None:
@@ -173,8 +173,8 @@ def test_load_builds_sources_written_to_the_private_temporary_folder(tmp_path: P
     # torch's relu is fine under off (the point is the build); a cold compile in the worker
     result = run(path, policy="off", worker_timeout_s=600.0)
     assert result.correct and result.flags == [], (result.error, result.flags)
-    assert any(b["module"] == "ca_tmp_answer" and b["ok"] for b in result.details["builds"])
-    assert result.details["custom_calls_per_forward"] >= 1
+    assert any(b["module"] == "ca_tmp_answer" and b["ok"] for b in result.builds)
+    assert result.record.custom_calls_per_forward >= 1
 
 
 def test_load_refuses_sources_outside_the_solution_and_its_temporary_folder(
@@ -229,7 +229,7 @@ def test_a_run_time_build_works_under_each_isolation(
     result = run(path)
     assert result.details["isolation"] != "none"
     assert result.correct and result.flags == [], (result.error, result.flags)
-    assert any(b["module"] == "ca_test_ops" for b in result.details["builds"])
+    assert any(b["module"] == "ca_test_ops" for b in result.builds)
 
 
 def test_sources_local_to_init_are_built_ahead_and_the_worker_finds_them(tmp_path: Path) -> None:
@@ -258,7 +258,7 @@ def test_sources_local_to_init_are_built_ahead_and_the_worker_finds_them(tmp_pat
     )
     result = run(path)
     assert result.correct and result.flags == [], (result.error, result.flags)
-    ahead = [b for b in result.details["builds"] if b.get("ahead")]
+    ahead = [b for b in result.builds if b.get("ahead")]
     assert {b["module"]: b["ok"] for b in ahead} == {"ca_test_ops": True, "ca_never": False}
-    in_worker = [b for b in result.details["builds"] if not b.get("ahead")]
+    in_worker = [b for b in result.builds if not b.get("ahead")]
     assert in_worker and all(b["cached"] for b in in_worker if b["module"] == "ca_test_ops")

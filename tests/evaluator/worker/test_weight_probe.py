@@ -53,8 +53,8 @@ def run(tmp_path: Path, body: str, policy: str = "off") -> EvalResult:
 def test_renamed_weights_that_are_used_pass_the_probe(tmp_path: Path) -> None:
     result = run(tmp_path, "return F.gelu(x + self.shift) * self.scale_factor")
     assert result.correct and result.flags == [], (result.error, result.flags)
-    assert result.details["weight_probe"] == {"ran": True, "parameters": 1, "skipped": None}
-    assert result.details["notes"] == ["weights_not_transferred"]
+    assert result.record.weight_probe == {"ran": True, "parameters": 1, "skipped": None}
+    assert result.record.notes == ["weights_not_transferred"]
 
 
 def test_a_copy_of_the_weights_frozen_on_the_first_call_is_caught(tmp_path: Path) -> None:

@@ -18,45 +18,37 @@ agent-readable summary (``compiler_log.summarise``), never as an exception.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import hashlib
 import json
-import logging
 import os
 import shutil
-import signal
-import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cuda_agent.core import secret
 from cuda_agent.core.paths import builds_dir, ensure_dir
-from cuda_agent.evaluator.builder.compile_sandbox import confine_compiler
-from cuda_agent.evaluator.builder.compiler_log import DIAGNOSTIC, summarise
-from cuda_agent.evaluator.builder.compiler_slots import compiler_slot
-from cuda_agent.evaluator.builder.light import (
-    LightIndex,
-    blank_umbrellas,
-    light_prelude,
-    unit_level,
-)
-from cuda_agent.evaluator.builder.light_failure import is_own_failure, own_labels, without_hints
-from cuda_agent.evaluator.builder.light_index import ensure_index, umbrella_identifiers
-from cuda_agent.evaluator.builder.nvcc_pipeline import compile_cu
-from cuda_agent.evaluator.builder.pch import PRELUDE, ensure_pch, pch_header, wants_pch
-from cuda_agent.evaluator.builder.spec import ExtensionSpec, SourceFile
+from cuda_agent.evaluator.builder.cache_entry import locked, seal, usable
+from cuda_agent.evaluator.builder.compiler_log import summarise
+from cuda_agent.evaluator.builder.light_index import ensure_index
+from cuda_agent.evaluator.builder.pch import ensure_pch
+from cuda_agent.evaluator.builder.spec import ExtensionSpec
 from cuda_agent.evaluator.builder.toolchain import Toolchain, ToolchainError, discover
+from cuda_agent.evaluator.builder.units import (
+    BUILDER_VERSION,
+    MAX_LOG_CHARS,
+    NAME_HEADER,
+    Unit,
+    compile_unit,
+    digest,
+    failure_message,
+    plan_light,
+    plan_unit,
+    run_compiler,
+    write_source,
+)
 
-log = logging.getLogger(__name__)
-
-BUILDER_VERSION = "5"
 PRIVATE_BUILDS_ENV = "CUDA_AGENT_PRIVATE_BUILDS"  # where to build when the cache is read-only
-NAME_HEADER = ".ca_extension_name.h"
-MAX_LOG_CHARS = 65536
 LAYOUTS = ("auto", "light", "stock")
 # a light failure in the sources' own code, which stock would repeat (not compiled)
 OWN_FAILURE_LAYOUT = "light (own error; stock alike, not compiled)"
@@ -89,44 +81,6 @@ class BuildResult:
             "error": self.error,
             "layouts": dict(self.layouts),
         }
-
-
-@dataclass
-class _Variant:
-    """One way to compile a unit: its text, command line, cache key and object path."""
-
-    layout: str  # "stock" or "light"
-    text: str
-    command: list[str]
-    key: str
-    cached_object: Path
-    pch: Path | None = None
-    pch_text: str = ""
-    pch_base: list[str] | None = None
-    index: LightIndex | None = None  # light variants: the index they were planned with
-
-
-@dataclass
-class _Unit:
-    source: SourceFile
-    stock: _Variant
-    light: _Variant | None = None
-
-    @property
-    def key(self) -> str:
-        return self.stock.key
-
-    def ready(self, layout: str = "auto") -> _Variant | None:
-        """The variant whose object is already cached, if any (light first)."""
-        light = self.light
-        if light is not None and layout == "light":
-            return light if usable(light.cached_object) else None
-        if light is not None and layout == "auto" and not _light_failed(light):
-            if usable(light.cached_object):
-                return light
-        elif usable(self.stock.cached_object):
-            return self.stock
-        return None
 
 
 def build_extension(
@@ -163,11 +117,11 @@ def build_extension(
         return result
     root = _writable_root(builds_dir())
     try:
-        units = [_plan_unit(spec, toolchain, src, root) for src in spec.translation_units]
+        units = [plan_unit(spec, toolchain, src, root) for src in spec.translation_units]
     except ToolchainError as err:
         result.error = str(err)
         return result
-    result.key = _digest(
+    result.key = digest(
         BUILDER_VERSION,
         toolchain.identity,
         spec.name,
@@ -196,7 +150,7 @@ def build_extension(
             if final.parent.exists():
                 shutil.rmtree(final.parent, ignore_errors=True)
             if layout != "stock":
-                _plan_light(spec, toolchain, units, root, deadline)
+                plan_light(spec, toolchain, units, root, deadline)
             _build_into(spec, toolchain, units, final, root, deadline, jobs, result, layout)
     result.seconds = time.monotonic() - start
     return result
@@ -235,95 +189,10 @@ def _can_write(folder: Path) -> bool:
     return True
 
 
-def _plan_unit(spec: ExtensionSpec, toolchain: Toolchain, src: SourceFile, root: Path) -> _Unit:
-    """The unit's stock variant; its key identifies the unit (and, with the others, the
-    extension), whichever layout ends up compiling it."""
-    stock_pch = ""
-    if not src.is_cuda and src.body_offset is not None:
-        stock_pch = src.prelude  # stock's own prelude (torch/extension.h), precompiled
-    elif not src.is_cuda and wants_pch(src.text):
-        stock_pch = PRELUDE
-    stock = _variant(spec, toolchain, src, src.text, root, stock_pch, None)
-    return _Unit(src, stock)
-
-
-def _plan_light(
-    spec: ExtensionSpec, toolchain: Toolchain, units: list[_Unit], root: Path, deadline: float
-) -> None:
-    """Add the light variant to each ``load_inline`` unit it applies to (units that see a
-    torch umbrella header: ``torch/types.h`` or ``torch/extension.h``)."""
-    levels = {
-        u.source.name: unit_level(u.source.prelude, u.source.body)
-        for u in units
-        if u.source.body_offset is not None
-    }
-    if not any(levels.values()):
-        return
-    index = ensure_index(root, toolchain, deadline)
-    if index is None:
-        return
-    for unit in units:
-        src = unit.source
-        if not levels.get(src.name):
-            continue
-        kind = "cuda" if src.is_cuda else "cxx"
-        body = src.body
-        prelude = light_prelude(index, kind, levels[src.name], body)
-        if prelude is not None:
-            text = prelude + blank_umbrellas(body)
-            pch = "" if src.is_cuda else f"#include <{index.base_header[kind]}>\n"
-            unit.light = _variant(spec, toolchain, src, text, root, pch, index)
-
-
-def _variant(
-    spec: ExtensionSpec,
-    toolchain: Toolchain,
-    src: SourceFile,
-    text: str,
-    root: Path,
-    pch_text: str,
-    index: LightIndex | None,
-) -> _Variant:
-    header_hash = _digest(*(f"{h.name}\0{h.text}" for h in spec.headers))
-    layout = "stock" if index is None else "light"
-    shadow = [] if index is None else [f"-I{index.shadow_dir}"]
-    shadow_key = [] if index is None else [f"-I<shadow:{index.key}>"]
-    pch: Path | None = None
-    base: list[str] | None = None
-    if src.is_cuda:
-        nvcc = toolchain.nvcc_command(spec.cuda_cflags, spec.name)
-        command, keyed = [nvcc[0], *shadow, *nvcc[1:]], [nvcc[0], *shadow_key, *nvcc[1:]]
-    else:
-        cxx = toolchain.cxx_command(spec.cflags)
-        base, keyed_base = [*cxx[:1], *shadow, *cxx[1:]], [*cxx[:1], *shadow_key, *cxx[1:]]
-        command = [*base, "-include", NAME_HEADER]
-        keyed = [*keyed_base, "-include", NAME_HEADER]
-        if pch_text:
-            pch_key = _digest(BUILDER_VERSION, toolchain.identity, pch_text, *keyed_base)
-            shared = pch_header(builds_dir(), pch_key)
-            built = shared.with_name(shared.name + ".gch").exists()
-            pch = shared if built else pch_header(root, pch_key)
-            command = [*base, "-include", str(pch), "-include", NAME_HEADER]
-            keyed = [*keyed_base, "-include", f"<pch:{pch_key}>", "-include", NAME_HEADER]
-    native = any(flag.startswith(("-march=native", "-mtune=native")) for flag in command)
-    host = toolchain.host_cpu if native else ""
-    key = _digest(
-        BUILDER_VERSION, toolchain.identity, host, spec.name, src.name, text, header_hash, *keyed
-    )
-    obj = root / "obj" / f"{key}.o"
-    obj = existing_or(builds_dir() / "obj" / f"{key}.o", obj)
-    return _Variant(layout, text, command, key, obj, pch, pch_text, base, index)
-
-
-def existing_or(shared: Path, own: Path) -> Path:
-    """``shared`` when it exists (a read-only shared cache still serves hits), else ``own``."""
-    return shared if shared.exists() else own
-
-
 def _build_into(
     spec: ExtensionSpec,
     toolchain: Toolchain,
-    units: list[_Unit],
+    units: list[Unit],
     final: Path,
     root: Path,
     deadline: float,
@@ -336,9 +205,9 @@ def _build_into(
     try:
         (workdir / NAME_HEADER).write_text(f"#define TORCH_EXTENSION_NAME {spec.name}\n")
         for f in spec.files:
-            _write(workdir / f.name, f.text)
+            write_source(workdir / f.name, f.text)
         objects: dict[str, Path] = {}
-        todo: list[_Unit] = []
+        todo: list[Unit] = []
         for unit in units:
             ready = unit.ready(layout)
             if ready is None:
@@ -351,7 +220,7 @@ def _build_into(
         failed: list[str] = []
         workers = max(1, min(len(todo), jobs or os.cpu_count() or 1))
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            outcomes = list(pool.map(lambda u: _compile_unit(u, workdir, deadline, layout), todo))
+            outcomes = list(pool.map(lambda u: compile_unit(u, workdir, deadline, layout), todo))
         for unit, (variant, ok, log) in zip(todo, outcomes, strict=True):
             name = unit.source.name
             result.layouts[name] = variant.layout
@@ -368,11 +237,11 @@ def _build_into(
                 failed.append(name)
         result.log = "\n".join(logs)[-MAX_LOG_CHARS:]
         if failed:
-            result.error = _failure_message(failed, result.log)
+            result.error = failure_message(failed, result.log)
             return
         output = workdir / f"{spec.name}.so"
         ordered = [str(objects[u.source.name]) for u in units]
-        ok, log = _run(
+        ok, log = run_compiler(
             toolchain.link_command(ordered, str(output), spec.ldflags), workdir, deadline
         )
         if log.strip():
@@ -393,194 +262,6 @@ def _build_into(
         result.ok, result.module_path = True, final
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-
-
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-
-
-def _compile_unit(
-    unit: _Unit, workdir: Path, deadline: float, layout: str
-) -> tuple[_Variant, bool, str]:
-    """Compile the light variant; if it fails (now or before), the stock one, whose result
-    (object or diagnostics) is what the candidate sees."""
-    light = unit.light
-    if light is not None and layout == "light":
-        ok, log = _compile(light, workdir / ".light", unit.source.name, deadline)
-        return light, ok, log
-    if light is not None and layout == "auto":
-        own = _own_failure_marker(light)
-        if own.exists():
-            return light, False, own.read_text(encoding="utf-8", errors="replace")
-    if light is not None and layout == "auto" and not _light_failed(light):
-        ok, log = _compile(light, workdir / ".light", unit.source.name, deadline)
-        if ok:
-            return light, True, log
-        if _deterministic(log):
-            if _own_failure(unit, light, log):  # stock fails alike: not compiled
-                log = without_hints(log)
-                with contextlib.suppress(OSError):
-                    _write(own, log)
-                return light, False, log
-            _write(_light_failed_marker(light), log[-4000:])
-    if usable(unit.stock.cached_object):
-        return unit.stock, True, ""
-    failure = unit.stock.cached_object.with_suffix(".failed")
-    if failure.exists():
-        return unit.stock, False, failure.read_text(encoding="utf-8", errors="replace")
-    ok, log = _compile(unit.stock, workdir, unit.source.name, deadline)
-    if not ok and _deterministic(log):
-        with contextlib.suppress(OSError):
-            _write(failure, log)
-    return unit.stock, ok, log
-
-
-def _compile(variant: _Variant, folder: Path, name: str, deadline: float) -> tuple[bool, str]:
-    if folder.name == ".light":
-        _write(folder / name, variant.text)
-    tmp_obj = folder / ".objs" / f"{variant.key}.o"
-    tmp_obj.parent.mkdir(parents=True, exist_ok=True)
-    command = variant.command
-    if (
-        variant.pch is not None
-        and variant.pch_base is not None
-        and not ensure_pch(variant.pch, variant.pch_text, variant.pch_base, deadline)
-    ):
-        command = [*variant.pch_base, "-include", NAME_HEADER]  # same result, without the PCH
-    cwd = folder.parent if folder.name == ".light" else folder
-    source = f".light/{name}" if folder.name == ".light" else name
-    # the compiler reads candidate sources: confined (``_run``'s docstring says why)
-    if name.endswith(".cu"):
-        ok, log = compile_cu(command, source, str(tmp_obj), cwd, deadline, variant.key, True)
-    else:
-        ok, log = _run([*command, "-c", source, "-o", str(tmp_obj)], cwd, deadline, True)
-    if ok:
-        os.chmod(tmp_obj, 0o644)
-        os.replace(tmp_obj, variant.cached_object)
-        seal(variant.cached_object)
-    return ok, log
-
-
-def _own_failure_marker(variant: _Variant) -> Path:
-    return variant.cached_object.with_suffix(".own-failed")
-
-
-def _own_failure(unit: _Unit, light: _Variant, log: str) -> bool:
-    """Whether stock would fail with the same errors (``light_failure.py`` says when)."""
-    if light.index is None:
-        return False
-    identifiers = umbrella_identifiers(light.index)
-    if identifiers is None:
-        return False
-    return is_own_failure(log, own_labels(unit.source.body), identifiers)
-
-
-def _light_failed_marker(variant: _Variant) -> Path:
-    return variant.cached_object.with_suffix(".light-failed")
-
-
-def _light_failed(variant: _Variant) -> bool:
-    return _light_failed_marker(variant).exists()
-
-
-def _deterministic(log: str) -> bool:
-    """A failure that recompiling the same text would repeat (not a timeout, kill or crash)."""
-    if any(mark in log for mark in ("build timed out", "Killed", "internal compiler error")):
-        return False
-    return any(DIAGNOSTIC.match(line) for line in log.splitlines())
-
-
-def _run(
-    command: list[str], cwd: Path, deadline: float, confined: bool = False
-) -> tuple[bool, str]:
-    """Run a compiler step. ``confined``: the step reads candidate sources, so it runs in the
-    compile sandbox (``compile_sandbox.py``): it cannot read the harness's secret (an
-    ``#include`` or ``.incbin`` of the key would otherwise put it into a log or a module)."""
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
-        return False, "build timed out before this step started"
-    env = None
-    if confined:
-        command, env = confine_compiler(command, cwd)
-    with compiler_slot(deadline) as got:
-        if not got:
-            return False, "build timed out waiting for a free compiler slot"
-        proc = subprocess.Popen(
-            command,
-            cwd=cwd,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        try:
-            out, _ = proc.communicate(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            out, _ = proc.communicate()
-            text = out.decode("utf-8", "replace")[-MAX_LOG_CHARS:]
-            return False, text + "\nbuild timed out (the compiler was killed)"
-    return proc.returncode == 0, out.decode("utf-8", "replace")[-MAX_LOG_CHARS:]
-
-
-def trusted(path: Path) -> bool:
-    """Whether a cached file may be used: its seal checks. A sandboxed process cannot check
-    (it cannot read the key) and needs not: the shared cache is read-only to every sandboxed
-    process, so only the harness wrote what it finds there."""
-    if not secret.available():
-        return True
-    if secret.sealed_digest(path) is None:
-        log.warning("build cache entry %s failed its integrity check: rebuilding it", path)
-        return False
-    return True
-
-
-def usable(path: Path) -> bool:
-    """A cached file that exists and passes its integrity check."""
-    return path.exists() and trusted(path)
-
-
-def seal(path: Path, entry: str | None = None) -> None:
-    """Sign a file the harness just put into the cache (nothing to do in a sandbox)."""
-    if secret.available():
-        secret.seal_file(path, entry)
-
-
-def _failure_message(failed: list[str], log: str) -> str:
-    head = f"compilation failed in {', '.join(failed)}"
-    if "build timed out" in log:
-        head = f"build timed out while compiling {', '.join(failed)}"
-    return f"{head}:\n{summarise(log)}"
-
-
-@contextlib.contextmanager
-def locked(path: Path, deadline: float) -> Iterator[None]:
-    """An exclusive file lock, waited for until ``deadline`` (then proceed without it)."""
-    ensure_dir(path.parent)
-    with open(path, "a+") as handle:
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    break  # build anyway; the final rename stays atomic
-                time.sleep(0.05)
-        try:
-            yield
-        finally:
-            with contextlib.suppress(OSError):
-                fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _digest(*parts: str) -> str:
-    h = hashlib.sha256()
-    for part in parts:
-        h.update(part.encode("utf-8", "surrogatepass") + b"\0")
-    return h.hexdigest()[:32]
 
 
 def warm_up(
@@ -608,8 +289,8 @@ def warm_up(
     times["index"] = round(time.monotonic() - start, 3)
     for flags in cflag_sets:
         spec = inline_spec(backend, "ca_warm_up", "", extra_cflags=list(flags))
-        units = [_plan_unit(spec, toolchain, src, root) for src in spec.translation_units]
-        _plan_light(spec, toolchain, units, root, deadline)
+        units = [plan_unit(spec, toolchain, src, root) for src in spec.translation_units]
+        plan_light(spec, toolchain, units, root, deadline)
         for unit in units:
             variants = [unit.light] + ([unit.stock] if stock_pch else [])
             for variant in variants:

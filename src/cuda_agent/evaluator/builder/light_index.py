@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 from cuda_agent.core.paths import builds_dir
+from cuda_agent.evaluator.builder.cache_entry import locked
 from cuda_agent.evaluator.builder.cxxscan import DeclarationScanner
 from cuda_agent.evaluator.builder.light import LightIndex
 from cuda_agent.evaluator.builder.toolchain import CXX_STD, EXTENSION_DEFINE, Toolchain
@@ -112,7 +113,6 @@ def ensure_index(root: Path, toolchain: Toolchain, deadline: float) -> LightInde
     index = _safe_load(folder)
     if index is not None or (folder / "FAILED").exists():
         return index
-    from cuda_agent.evaluator.builder.builder import locked  # local: avoid an import cycle
 
     with locked(folder.parent / f"{folder.name}.lock", deadline):
         index = _safe_load(folder)

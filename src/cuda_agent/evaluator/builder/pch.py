@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 
 from cuda_agent.core.paths import ensure_dir
+from cuda_agent.evaluator.builder.cache_entry import locked, seal, trusted
+from cuda_agent.evaluator.builder.compile_sandbox import confine_compiler
 
 PRELUDE = "#include <torch/types.h>\n#include <torch/csrc/utils/pybind.h>\n"
 HEADER_NAME = "ca_prelude.h"
@@ -38,9 +40,6 @@ def pch_header(root: Path, key: str) -> Path:
 
 def ensure_pch(header: Path, text: str, base_command: list[str], deadline: float) -> bool:
     """Write ``header`` (``text``) and build its ``.gch`` if missing; True when usable."""
-    from cuda_agent.evaluator.builder.builder import locked, seal, trusted  # avoid an import cycle
-    from cuda_agent.evaluator.builder.compile_sandbox import confine_compiler
-
     gch = header.with_name(HEADER_NAME + ".gch")
     if gch.exists() and trusted(gch) and trusted(header):
         return True

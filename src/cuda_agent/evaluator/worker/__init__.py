@@ -22,5 +22,8 @@ memory_check       ``memory_check.py``                    ``evaluator/memory_che
 =================  =====================================  =====================================
 
 ``protocol.py`` holds the request, the settings it shares with the parent and the record an
-``evaluate`` worker returns; ``policies.py`` holds what each policy decides.
+``evaluate`` worker returns; ``policies.py`` holds what each policy decides. ``evaluate.py``
+is the order of its stages; the stages share an ``EvaluationSession`` (``session.py``) and live
+in ``verify.py`` (correctness) and ``timed.py`` (timing, stream check, profile), which are
+not modes.
 """

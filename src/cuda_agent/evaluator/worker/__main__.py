@@ -17,6 +17,7 @@ import traceback
 
 import torch  # imported before the request arrives (warm start)
 
+from cuda_agent.core.records import WorkerRecord, empty_record
 from cuda_agent.evaluator.worker.guards import prime_recorder
 from cuda_agent.evaluator.worker.protocol import ResultChannel, WorkerRequest
 
@@ -51,16 +52,15 @@ def serve() -> int:
     request = WorkerRequest.from_json(raw)
     channel = ResultChannel(request.result_fd, request.nonce)
     try:
-        # every mode is the module of its name here, with ``run(request, channel)``
+        # every mode is the module of its name here, with ``run(request, channel)`` returning
+        # the mode's record (core/records.py)
         mode = importlib.import_module(f"cuda_agent.evaluator.worker.{request.mode}")
-        result = mode.run(request, channel)
+        record: WorkerRecord = mode.run(request, channel)
     except BaseException as err:
-        tail = traceback.format_exc(limit=4)[-1500:]
-        result = {
-            "error": {"stage": "internal", "message": f"{type(err).__name__}: {err}"},
-            "traceback": tail,
-        }
-    channel.send("result", **result)
+        record = empty_record(request.mode)
+        record.fail("internal", f"{type(err).__name__}: {err}")
+        record.traceback = traceback.format_exc(limit=4)[-1500:]
+    channel.send("result", **record.to_dict())
     channel.close()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -7,7 +7,7 @@ is a private snapshot made by the parent, so the live workspace cannot change mi
 
 ``ModelNew`` is built from the reference's seed, the way the reference was built, and receives
 its weights as the policy says (``weights.py``). Whatever candidate code raises at import, in
-``__init__`` or (through ``failed_build``, used by ``evaluate.py``) in ``forward``: if a build
+``__init__`` or (through ``failed_build``, used by ``verify.py``) in ``forward``: if a build
 failed, the verdict is stage ``build`` with the compiler's diagnostics, the same text a build
 before the worker gives.
 """

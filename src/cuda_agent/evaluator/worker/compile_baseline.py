@@ -10,10 +10,10 @@ from __future__ import annotations
 import functools
 import random
 import time
-from typing import Any
 
 import torch
 
+from cuda_agent.core.records import CompileBaselineRecord
 from cuda_agent.evaluator.worker import device_turn
 from cuda_agent.evaluator.worker.compare import compare
 from cuda_agent.evaluator.worker.device import make_device
@@ -26,12 +26,12 @@ from cuda_agent.evaluator.worker.tensors import clone_nested
 from cuda_agent.evaluator.worker.timing import time_interleaved
 
 
-def run(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
+def run(req: WorkerRequest, channel: ResultChannel) -> CompileBaselineRecord:
     with device_turn.holding(req.lock_path):  # a shared GPU: one job's device work at a time
         return _measure(req)
 
 
-def _measure(req: WorkerRequest) -> dict[str, Any]:
+def _measure(req: WorkerRequest) -> CompileBaselineRecord:
     torch.set_grad_enabled(False)
     apply_precision(req.settings.precision)
     device = make_device(req.settings.backend, req.settings.cpu_threads)
@@ -44,7 +44,7 @@ def _measure(req: WorkerRequest) -> dict[str, Any]:
             timing_sets=req.settings.timing.input_sets,
         )
     except ProblemFailure as err:
-        return {"ok": False, "error": str(err)}
+        return _failed("problem", str(err))
     eager = ref.model
     start = time.perf_counter()
     try:
@@ -52,7 +52,7 @@ def _measure(req: WorkerRequest) -> dict[str, Any]:
         first = compiled(*clone_nested(ref.verify_sets[0]))
         device.synchronize()
     except Exception as err:
-        return {"ok": False, "error": f"torch.compile failed: {describe_exception(err)}"}
+        return _failed("compile", f"torch.compile failed: {describe_exception(err)}")
     compile_seconds = time.perf_counter() - start
     check = compare(eager(*clone_nested(ref.verify_sets[0])), first, req.atol, req.rtol)
     outcome = time_interleaved(
@@ -66,25 +66,31 @@ def _measure(req: WorkerRequest) -> dict[str, Any]:
         random.Random(req.seed),
     )
     if outcome.failure or outcome.candidate is None or outcome.reference is None:
-        return {"ok": False, "error": f"timing torch.compile failed: {outcome.failure}"}
+        return _failed("time", f"timing torch.compile failed: {outcome.failure}")
     profile = None
     if req.settings.profile and device.name == "cuda":
         inputs = ref.timing_inputs()[0]
         activities = profile_call(functools.partial(compiled, *clone_nested(inputs)))
         profile = summarise_kernels(activities, set()).as_dict()
-    return {
-        "ok": True,
-        "precision": req.settings.precision,
-        "profile": profile,
-        "compile_us": outcome.candidate.median_us,
-        "eager_us": outcome.reference.median_us,
-        "ratio": outcome.candidate.median_us / outcome.reference.median_us,
-        "compile_seconds": round(compile_seconds, 3),
-        "matches_eager": check.ok,
-        "timing": {
+    return CompileBaselineRecord(
+        ok=True,
+        precision=req.settings.precision,
+        profile=profile,
+        compile_us=outcome.candidate.median_us,
+        eager_us=outcome.reference.median_us,
+        ratio=outcome.candidate.median_us / outcome.reference.median_us,
+        compile_seconds=round(compile_seconds, 3),
+        matches_eager=check.ok,
+        timing={
             "compile": outcome.candidate.__dict__,
             "eager": outcome.reference.__dict__,
             "rounds": outcome.rounds,
         },
-        "device": device.info(),
-    }
+        device=device.info(),
+    )
+
+
+def _failed(stage: str, message: str) -> CompileBaselineRecord:
+    record = CompileBaselineRecord()
+    record.fail(stage, message)
+    return record

@@ -8,7 +8,7 @@
 * ``FunctionIdentities`` remembers the objects behind functions the harness depends on; if
   candidate code rebinds one (``torch.allclose = ...``), it is flagged.
 * ``OpRecorder`` is a ``TorchDispatchMode``: it sees every ATen op the candidate issues, from
-  Python or from C++ through the dispatcher, and ``check_policy`` judges them.
+  Python or from C++ through the dispatcher; ``forbidden_ops`` names those the op rule forbids.
 """
 
 from __future__ import annotations
@@ -275,10 +275,9 @@ def prime_recorder() -> None:
         torch.zeros(1).add_(1)
 
 
-def forbidden_ops(ops: Counter[str], policy: str) -> list[str]:
-    """The ATen ops that ``policy`` does not allow in a candidate's forward."""
-    if policy != "strict":
-        return []
+def forbidden_ops(ops: Counter[str]) -> list[str]:
+    """The ATen ops of ``ops`` that the op rule does not allow in a candidate's forward (the
+    caller applies the rule where the policy has it, ``PolicyRules.op_policy``)."""
     allowed = CREATION_OPS | VIEW_OPS | LIBRARY_OPS
     bad = []
     for op in ops:

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import Any
 
 import torch
 
+from cuda_agent.core.records import MemoryCheckRecord
 from cuda_agent.evaluator.worker import device_turn
 from cuda_agent.evaluator.worker.candidate import (
     CandidateFailure,
@@ -42,16 +42,17 @@ from cuda_agent.evaluator.worker.reference import ProblemFailure, build_referenc
 from cuda_agent.evaluator.worker.tensors import clone_nested, derive_seed
 
 
-def run(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
+def run(req: WorkerRequest, channel: ResultChannel) -> MemoryCheckRecord:
+    record = MemoryCheckRecord()
     try:
         with device_turn.holding(req.lock_path):
-            return _check(req, channel)
+            _check(req, channel, record)
     except (ProblemFailure, CandidateFailure) as err:
-        stage = getattr(err, "stage", "problem")
-        return {"ok": False, "error": {"stage": stage, "message": str(err)}}
+        record.fail(getattr(err, "stage", "problem"), str(err))
+    return record
 
 
-def _check(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
+def _check(req: WorkerRequest, channel: ResultChannel, record: MemoryCheckRecord) -> None:
     torch.set_grad_enabled(False)
     apply_precision(req.settings.precision)
     device = make_device(req.settings.backend, req.settings.cpu_threads)
@@ -70,12 +71,12 @@ def _check(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
         out = clone_nested(cand(*clone_nested(inputs)))
         device.synchronize()
     except Exception as err:
-        message = f"ModelNew.forward raised {describe_exception(err, files)}"
-        return {"ok": False, "error": {"stage": "memory", "message": message}}
+        record.fail("memory", f"ModelNew.forward raised {describe_exception(err, files)}")
+        return
     expected = ref.model(*clone_nested(inputs))
     device.synchronize()
     verdict = compare(expected, out, req.atol, req.rtol)
-    return {"ok": True, "output_ok": verdict.ok, "message": verdict.message}
+    record.ok, record.output_ok, record.output_message = True, verdict.ok, verdict.message
 
 
 def _fill_uninitialised_memory() -> None:

@@ -8,10 +8,10 @@ verdict always comes from a separate ``evaluate`` process.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import torch
 
+from cuda_agent.core.records import NcuProfileRecord
 from cuda_agent.evaluator.worker.candidate import CandidateFailure, built_candidate
 from cuda_agent.evaluator.worker.device import make_device
 from cuda_agent.evaluator.worker.policies import rules
@@ -25,7 +25,7 @@ NVTX_RANGE = "candidate"
 PROFILED_CALLS = 2
 
 
-def run(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
+def run(req: WorkerRequest, channel: ResultChannel) -> NcuProfileRecord:
     torch.set_grad_enabled(False)
     apply_precision(req.settings.precision)
     device = make_device(req.settings.backend, req.settings.cpu_threads)
@@ -46,5 +46,7 @@ def run(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
             device.synchronize()
             torch.cuda.nvtx.range_pop()
     except (ProblemFailure, CandidateFailure) as err:
-        return {"ok": False, "error": str(err)}
-    return {"ok": True}
+        failed = NcuProfileRecord()
+        failed.fail(getattr(err, "stage", "problem"), str(err))
+        return failed
+    return NcuProfileRecord(ok=True)

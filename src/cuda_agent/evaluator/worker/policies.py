@@ -22,7 +22,8 @@ NOTE_DECOY_CHECK_SKIPPED = "decoy_check_skipped"  # Triton: no unused input set 
 class PolicyRules:
     """What a policy decides (see docs/policy.md).
 
-    * ``op_policy``: only creation, views and vendor GEMM/convolution ATen ops in a forward;
+    * ``op_policy``: only creation, views and vendor GEMM/convolution ATen ops in a forward
+      (``guards.forbidden_ops`` names the others);
     * ``custom_kernel_required``: every forward must call a compiled extension function, and a
       solution that caught its own build failure and fell back to PyTorch is rejected;
     * ``strict_weights``: the reference's weights arrive by strict ``load_state_dict``, and a
@@ -32,7 +33,15 @@ class PolicyRules:
       and must still agree (catches solutions correct only at the initial weights);
     * ``tolerated_switches``: global switches the candidate may flip (restored after every
       call and noted); any other switch change is flagged;
-    * ``compile_disabled``: ``torch.compile`` inside ModelNew runs eagerly (its ops judged).
+    * ``compile_disabled``: ``torch.compile`` inside ModelNew runs eagerly (its ops judged);
+    * ``min_custom_kernel_coverage``: on the GPU, the least share of a call's device time the
+      candidate's own kernels must take (``custom_kernels_idle`` below it); ``0.0`` checks
+      nothing (``strict`` needs no such check: its op rule leaves no torch compute to hide
+      behind).
+
+    The worker reads these fields, never the policy's name: a structure test
+    (``tests/evaluator/worker/test_policy_table.py``) fails on a comparison with a policy's
+    name anywhere else in the package.
     """
 
     op_policy: bool
@@ -41,6 +50,7 @@ class PolicyRules:
     weight_probe: bool
     tolerated_switches: frozenset[str]
     compile_disabled: bool
+    min_custom_kernel_coverage: float
 
 
 _RULES = {
@@ -51,6 +61,7 @@ _RULES = {
         weight_probe=False,
         tolerated_switches=frozenset(),
         compile_disabled=True,
+        min_custom_kernel_coverage=0.0,
     ),
     "kernelbench": PolicyRules(
         op_policy=False,
@@ -59,6 +70,7 @@ _RULES = {
         weight_probe=True,
         tolerated_switches=frozenset({"cudnn_benchmark"}),
         compile_disabled=False,
+        min_custom_kernel_coverage=0.01,
     ),
     "off": PolicyRules(
         op_policy=False,
@@ -67,6 +79,7 @@ _RULES = {
         weight_probe=True,
         tolerated_switches=frozenset({"cudnn_benchmark"}),
         compile_disabled=False,
+        min_custom_kernel_coverage=0.0,
     ),
 }
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from cuda_agent.core.records import ProblemCheckRecord
 from cuda_agent.evaluator.worker.compare import compare
 from cuda_agent.evaluator.worker.construct import build_on_device
 from cuda_agent.evaluator.worker.device import Device, make_device
@@ -44,7 +45,7 @@ from cuda_agent.evaluator.worker.tensors import (
 INPUT_DRAWS = 3
 
 
-def run(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
+def run(req: WorkerRequest, channel: ResultChannel) -> ProblemCheckRecord:
     apply_precision(req.settings.precision)
     device = make_device(req.settings.backend, req.settings.cpu_threads)
     try:
@@ -52,12 +53,14 @@ def run(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
             report, _ = check_reference(req.problem_source, req.seed, req.atol, req.rtol, device)
         return report
     except ProblemFailure as err:
-        return {"ok": False, "error": str(err)}
+        failed = ProblemCheckRecord()
+        failed.fail("problem", str(err))
+        return failed
 
 
 def check_reference(
     source: str, seed: int, atol: float, rtol: float, device: Device
-) -> tuple[dict[str, Any], Reference]:
+) -> tuple[ProblemCheckRecord, Reference]:
     """Run and lint the problem ``source``; the report, and the reference it built."""
     ref = build_reference(source, seed, device, verify_trials=INPUT_DRAWS, timing_sets=0)
     times: list[float] = []
@@ -71,16 +74,16 @@ def check_reference(
         ):
             raise ProblemFailure("Model.forward returned NaN or infinite values")
     lint, warnings = lint_outputs(ref, outputs, seed, atol, rtol, device, times)
-    report = {
-        "ok": True,
-        "inputs": describe_shapes(ref.verify_sets[0]),
-        "outputs": describe_shapes(outputs[0]),
-        "parameters": sum(p.numel() for p in ref.model.parameters()),
-        "forward_ms": round(statistics.median(times), 3),
-        "lint": lint,
-        "warnings": warnings,
-        "device": device.info(),
-    }
+    report = ProblemCheckRecord(
+        ok=True,
+        inputs=describe_shapes(ref.verify_sets[0]),
+        outputs=describe_shapes(outputs[0]),
+        parameters=sum(p.numel() for p in ref.model.parameters()),
+        forward_ms=round(statistics.median(times), 3),
+        lint=lint,
+        warnings=warnings,
+        device=device.info(),
+    )
     return report, ref
 
 

@@ -13,18 +13,11 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from cuda_agent.core.errors import ConfigError
+from cuda_agent.core.records import RECORDS
 from cuda_agent.core.types import BACKENDS
 from cuda_agent.evaluator.worker.policies import POLICIES, PRECISIONS
 
-MODES = (
-    "evaluate",
-    "problem_check",
-    "compile_baseline",
-    "ncu_profile",
-    "synth_check",
-    "shape_plan",
-    "memory_check",
-)
+MODES = tuple(RECORDS)  # one record class per mode (core/records.py)
 
 
 MAX_TIMED_ROUNDS = 4096  # each timed round gets a scale factor no other call gets (timing.Factors)
@@ -161,60 +154,6 @@ class WorkerRequest:
         if request.mode not in MODES:
             raise ValueError(f"unknown worker mode {request.mode!r}")
         return request
-
-
-@dataclass
-class EvaluationRecord:
-    """What an ``evaluate`` worker returns (its ``result`` line, without nonce and type).
-
-    The worker fills it as the evaluation goes; the parent reads it back with ``from_dict``
-    and fills ``EvalResult`` from it (``evaluator.pipeline``). Optional parts stay None when
-    the evaluation stopped before them. ``error`` is ``{"stage", "message"}``.
-    """
-
-    compiled: bool = False
-    correct: bool = False
-    flags: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    error: dict[str, str] | None = None
-    runtime_us: float | None = None
-    eager_us: float | None = None
-    device: dict[str, Any] | None = None
-    precision: str | None = None
-    module_mode: str | None = None  # "train" or "eval": the mode the reference ran in
-    builds: list[dict[str, Any]] = field(default_factory=list)
-    verify: dict[str, Any] | None = None
-    custom_calls_per_forward: float | None = None
-    weight_probe: dict[str, Any] | None = None
-    kernels: dict[str, Any] | None = None
-    timing: dict[str, Any] | None = None
-    profile: dict[str, Any] | None = None
-    problem_lint: dict[str, Any] | None = None
-    worker_phases_s: dict[str, float] = field(default_factory=dict)
-    device_turns_given_up: int | None = None  # times a shared GPU was left while compiling
-    traceback: str | None = None  # an internal error's last frames (``__main__``)
-
-    def fail(self, stage: str, message: str, flags: list[str] | tuple[str, ...] = ()) -> None:
-        """Record a failing verdict at ``stage`` (its flags added once each)."""
-        self.error = {"stage": stage, "message": message}
-        self.flags.extend(f for f in flags if f not in self.flags)
-        self.correct = False
-
-    def note(self, name: str, text: str) -> None:
-        """A warning-level finding: its name in ``notes``, its text in ``warnings`` (once)."""
-        if name not in self.notes:
-            self.notes.append(name)
-            self.warnings.append(f"{name}: {text}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> EvaluationRecord:
-        """The record in a result line; keys it does not know (nonce, type) are left out."""
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 class ResultChannel:

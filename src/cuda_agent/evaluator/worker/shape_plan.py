@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from cuda_agent.core.records import ShapePlanRecord
 from cuda_agent.evaluator.worker.device import Device, make_device
 from cuda_agent.evaluator.worker.modules import describe_exception
 from cuda_agent.evaluator.worker.precision import apply_precision
@@ -39,7 +40,7 @@ from cuda_agent.evaluator.worker.tensors import iter_tensors
 META = torch.device("meta")
 
 
-def run(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
+def run(req: WorkerRequest, channel: ResultChannel) -> ShapePlanRecord:
     apply_precision(req.settings.precision)
     device = make_device(req.settings.backend, req.settings.cpu_threads)
     budget = memory_budget(device)
@@ -48,7 +49,7 @@ def run(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
         for item in req.batch:
             plan = plan_source(str(item["source"]), req.seed, device, budget)
             plans.append({"id": item["id"], **plan})
-    return {"ok": True, "plans": plans, "memory_bytes": budget, "device": device.info()}
+    return ShapePlanRecord(ok=True, plans=plans, memory_bytes=budget, device=device.info())
 
 
 def memory_budget(device: Device) -> int:

@@ -30,6 +30,7 @@ from typing import Any
 import torch
 
 from cuda_agent.core.locks import device_lock
+from cuda_agent.core.records import SynthCheckRecord
 from cuda_agent.evaluator.worker.compare import compare
 from cuda_agent.evaluator.worker.device import Device, make_device
 from cuda_agent.evaluator.worker.modules import describe_exception
@@ -50,12 +51,12 @@ TIMED_CALLS = 7
 TIME_CAP_S = 2.0
 
 
-def run(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
+def run(req: WorkerRequest, channel: ResultChannel) -> SynthCheckRecord:
     with torch.no_grad():  # scoped, so that calling it in-process leaves autograd alone
         return _run_batch(req, channel)
 
 
-def _run_batch(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
+def _run_batch(req: WorkerRequest, channel: ResultChannel) -> SynthCheckRecord:
     apply_precision(req.settings.precision)
     device = make_device(req.settings.backend, req.settings.cpu_threads)
     lo, hi = (req.window_ms[0], req.window_ms[1]) if req.window_ms else (0.0, float("inf"))
@@ -68,7 +69,7 @@ def _run_batch(req: WorkerRequest, channel: ResultChannel) -> dict[str, Any]:
         channel.send("verdict", **verdict)
         verdicts.append(verdict)
         _release(device)
-    return {"ok": True, "verdicts": verdicts, "device": device.info()}
+    return SynthCheckRecord(ok=True, verdicts=verdicts, device=device.info())
 
 
 def check_candidate(
@@ -84,11 +85,11 @@ def check_candidate(
         except Exception as err:  # a failure of the problem outside its own code paths
             return _reject("runs_eager", describe_exception(err))
         facts: dict[str, Any] = {
-            "inputs": report["inputs"],
-            "outputs": report["outputs"],
-            "parameters": report["parameters"],
+            "inputs": report.inputs,
+            "outputs": report.outputs,
+            "parameters": report.parameters,
         }
-        for lint in report["lint"]:
+        for lint in report.lint:
             return _reject(LINT_FILTERS.get(lint, lint), f"task lint: {lint}", facts)
         inputs = ref.verify_sets[0]
         eager_ms = _median_ms(lambda: ref.model(*clone_nested(inputs)), device)

@@ -7,7 +7,7 @@ counts each launch in the build shim's ``usage``, so a Triton launch counts as a
 only when it went through here. ``watched()`` names the replaced methods for
 ``FunctionIdentities``: a candidate that rebinds them (to count fake launches) is flagged
 ``harness_patched``. ``skipping()`` turns every launch into a no-op for one call: the decoy
-check (``evaluate._decoy_check``) asks whether the output is still right without the kernels.
+check (``verify.decoy_check``) asks whether the output is still right without the kernels.
 
 On the interpreter, Triton's own copies between tensors and its numpy buffers are ATen ops
 (``copy_``, ``set_``): the ops the launch issued are taken back out of the active op
@@ -19,7 +19,7 @@ Each launch also records the name of the kernel it ran (``kernel_names``): the s
 compiled kernel that ``JITFunction.run`` returns (``CompiledKernel.name``, from
 ``metadata.name`` in Triton 3.x: the PTX entry, what CUPTI reports), else the function's
 ``__name__`` (the interpreter compiles nothing). The GPU kernel record counts these beside the
-kernels ``nm`` finds in the candidate's modules (``evaluate._kernel_check``, ``_profile``).
+kernels ``nm`` finds in the candidate's modules (``verify.kernel_check``, ``timed.profile``).
 Autotuned kernels (``triton.autotune``, ``triton.heuristics``) launch through the same method.
 
 What it does not do: count kernels launched around this path (``CompiledKernel`` objects run

@@ -24,7 +24,7 @@ first call) do not get that excuse: no ``load_state_dict`` would update them eit
 are never perturbed (masks and other constants may legitimately be built into a kernel).
 
 This module only plans and applies; running the two models and judging belong to
-``evaluate.py``.
+``verify.py`` (``weight_probe``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 * ``model-new`` (rung 1): the prompt holds the reference's ``Model`` class (after a one-shot
   example); the reply is ``class ModelNew`` (the last fenced block that defines it, as the
-  single-turn reward reads it: ``verl_reward.extract_solution``), put after the problem
+  single-turn reward reads it: ``rl.reply.extract_solution``), put after the problem
   file's imports and evaluated as a KernelBench single file under the ``off`` policy: a
   correct ``ModelNew`` that just calls torch earns 1 (more only if it is faster than the
   baselines), anything else -1.
@@ -63,7 +63,7 @@ from cuda_agent.rl.curriculum.scaffold import (
     write_scaffold,
     write_workdir,
 )
-from cuda_agent.rl.verl_reward import extract_solution
+from cuda_agent.rl.reply import extract_solution
 from cuda_agent.solutions.loader import load_solution
 
 NO_ANSWER_REWARD = -1.0

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Timing fidelity beside KernelBench's evaluator, and repeatability (docs/benchmarks.md): the
+# self-speed-up of the 20 problems of benchmarks/problems_kb20.txt, ours and KernelBench's own
+# evaluator (cuda_event timing), and the spread of repeated evaluations. One call each, carrying
+# .kb (and .whl for the peer); on nvidia-h200-x2 run the peer with CUDA_VISIBLE_DEVICES=1 beside
+# ours:
+#   bash benchmarks/recipes/timing_fidelity.sh ours     ours over the 20
+#                                                       (benchmarks/self_speedup.py)
+#   bash benchmarks/recipes/timing_fidelity.sh peer     KernelBench's evaluator over the same
+#                                                       (benchmarks/kernelbench_peer.py, the
+#                                                       slow ones last)
+#   bash benchmarks/recipes/timing_fidelity.sh repeat   5 runs each of
+#                                                       benchmarks/problems_repeat6.txt
+# The row: problems, correct, median and worst |1 - speed-up|, the repeat spread.
+set -u
+# shellcheck source=benchmarks/recipes/common.sh
+. "$(dirname "$0")/common.sh"
+need_kb
+recipe_start
+case "${1:-}" in
+ours)
+  limit 540 python3 benchmarks/self_speedup.py --kb .kb --repeat 5 --repeat-first 3 \
+    --out "$OUT/self_ours.json" 2>"$OUT/self_ours.err" | tee "$OUT/self_ours.txt" | grep -v '^ '
+  row "timing fidelity, ours:" "$(fields "$OUT/self_ours.json" problems correct median_abs_dev \
+    worst_abs_dev repeat_spread_median median_wall_s)"
+  ;;
+peer)
+  wheels_install
+  grep -v '^#' benchmarks/problems_kb20.txt | grep -v -e 4_Matrix -e 47_Sum >/tmp/kb_list.txt
+  grep -e 4_Matrix -e 47_Sum benchmarks/problems_kb20.txt >>/tmp/kb_list.txt
+  limit 540 python3 benchmarks/kernelbench_peer.py self-speedup --kb .kb \
+    --problem-file /tmp/kb_list.txt --out "$OUT/kb_self.json" 2>&1 | tee "$OUT/kb_self.txt" |
+    tail -26
+  row "timing fidelity, KernelBench:" "$(python3 - "$OUT/kb_self.json" <<'PY'
+import json, statistics, sys
+rows = json.load(open(sys.argv[1]))["results"]
+dev = sorted(abs(1 - r["speedup"]) for r in rows if r.get("correct") and r.get("speedup"))
+worst = f"{dev[-1]:.4f}" if dev else "-"
+median = f"{statistics.median(dev):.4f}" if dev else "-"
+print(f"problems {len(rows)} correct {len(dev)} median_abs_dev {median} worst_abs_dev {worst}")
+PY
+)"
+  ;;
+repeat)
+  limit 540 python3 benchmarks/self_speedup.py --kb .kb --repeat 5 --repeat-first 6 \
+    --problem-file benchmarks/problems_repeat6.txt --out "$OUT/self_repeat.json" \
+    2>"$OUT/self_repeat.err" | tee "$OUT/self_repeat.txt" | grep -v '^ '
+  row "repeatability:" \
+    "$(fields "$OUT/self_repeat.json" problems repeat_spread_median repeat_spread)"
+  ;;
+*)
+  echo "usage: $0 ours|peer|repeat" >&2
+  exit 2
+  ;;
+esac

@@ -1,0 +1,246 @@
+"""GRPO with TRL on the curriculum's single-turn tasks: one reply per rollout, the evaluator's
+reward.
+
+``run_curriculum(model_path, task, steps, backend, out, ...)`` loads a causal LM and its
+tokenizer by path, builds a conversational dataset from one split of a curriculum problem set
+(``rl.curriculum.problem_set``; by default the train split of the set built into the cache
+at ``size``), one row per problem with the task's prompt (``rl.curriculum.tasks.messages``),
+and trains with TRL's ``GRPOTrainer`` and one reward function: every completion is scored by
+``tasks.score_reply`` (the answer read from the reply, written into a solution, evaluated by
+the harness under the task's policy). Each step samples one problem and ``num_generations``
+completions of it; GRPO learns from the reward differences within that group.
+
+The run folder gets ``steps.jsonl`` (``rl.trl.step_log``: per step the rewards, pass rate, tokens
+and the seconds in generation, evaluation and update) and ``completions.jsonl`` (per
+completion: the step, the problem, the reply, the answer read from it, the reward and the
+evaluation's error stage). It returns ``{"steps", "rewards", "loss", "changed_params",
+"metrics", "per_step"}`` like ``grpo.run_grpo``.
+
+With ``jobs > 1`` a step's completions are evaluated ``jobs`` at a time through a pool
+(``rl.curriculum.scoring``; timing still alone on the device); the step's evaluation seconds
+are then the wall time of its scoring, shared out over its completions.
+
+What it does not do: tools or multi-turn episodes (``grpo`` does those), or evaluate the
+held-out split during training (score it before and after with
+``rl.curriculum.evaluate.evaluate_split``).
+
+``trl``, ``transformers`` and ``datasets`` are imported inside the functions.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from cuda_agent.evaluator.options import EvalOptions
+from cuda_agent.evaluator.pipeline import evaluate
+from cuda_agent.evaluator.workspace_commands import Evaluator
+from cuda_agent.problems.sets import resolve_problem
+from cuda_agent.rl.curriculum import task_names
+from cuda_agent.rl.curriculum.problem_set import (
+    CurriculumSpec,
+    problem_set_folder,
+    read_split,
+    row_spec,
+)
+from cuda_agent.rl.curriculum.scoring import pooled_evaluator, score_batch
+from cuda_agent.rl.curriculum.tasks import check_task, messages, outcome
+
+COMPLETIONS_FILE = "completions.jsonl"
+
+
+def task_list(task: str) -> list[str]:
+    """The tasks of ``task``: one name, or several joined by ``+`` (``fill-in+kernel``)."""
+    return [check_task(name) for name in task_names(task)]
+
+
+def curriculum_rows(
+    task: str, folder: Path, split: str, backend: str, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """One dataset row per problem of the split and task: ``prompt`` (the task's chat
+    prompt), ``problem`` (the problem spec) and ``task``."""
+    rows = []
+    for name in task_list(task):
+        for row in read_split(folder, split)[:limit]:
+            spec = row_spec(folder, row)
+            problem = resolve_problem(spec)
+            prompt = messages(name, problem, backend)
+            rows.append({"prompt": prompt, "problem": spec, "task": name})
+    return rows
+
+
+def completion_text(completion: Any) -> str:
+    """The text of a TRL completion (conversational: a list of messages)."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, list) and completion:
+        return str(completion[-1].get("content") or "")
+    return ""
+
+
+def run_curriculum(
+    model_path: str,
+    task: str,
+    steps: int,
+    backend: str,
+    out: Path,
+    *,
+    folder: str | Path | None = None,
+    split: str = "train",
+    size: str = "small",
+    limit: int | None = None,
+    baselines: tuple[str, ...] | list[str] = ("eager",),
+    eval_options: EvalOptions | None = None,
+    evaluator: Evaluator = evaluate,
+    num_generations: int = 4,
+    max_completion_length: int = 64,
+    learning_rate: float = 1e-6,
+    temperature: float = 1.0,
+    seed: int = 0,
+    use_cpu: bool | None = None,
+    save_model: bool = False,
+    jobs: int = 1,
+    stop_at: float | None = None,
+    config_overrides: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Train ``model_path`` with GRPO for ``steps`` optimizer steps on the curriculum task;
+    with ``save_model`` the trained policy and its tokenizer are saved to ``out/model``;
+    ``stop_at`` (epoch seconds): stop after the step that ends past it (fewer steps)."""
+    import torch
+    from datasets import Dataset  # type: ignore[import-untyped,unused-ignore]
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer  # type: ignore[import-untyped,unused-ignore]
+
+    from cuda_agent.rl.trl.settings import grpo_settings
+    from cuda_agent.rl.trl.step_log import STEPS_FILE, StepLog
+
+    task_list(task)
+    if steps < 1:
+        raise ValueError("run_curriculum: steps must be >= 1")
+    out.mkdir(parents=True, exist_ok=True)
+    source = Path(folder) if folder else problem_set_folder(CurriculumSpec(size=size))
+    rows = curriculum_rows(task, source, split, backend, limit)
+    options = eval_options or EvalOptions(backend=backend, baselines=tuple(baselines))
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
+    step_log = StepLog(out / STEPS_FILE)
+    rewards: list[float] = []
+    settings = grpo_settings(
+        out,
+        steps,
+        num_generations,
+        max_completion_length,
+        learning_rate,
+        seed,
+        use_cpu,
+        getattr(GRPOConfig, "__dataclass_fields__", {}),
+    )
+    settings["temperature"] = temperature
+    settings.update(config_overrides or {})
+    with pooled_evaluator(backend, jobs, evaluator) as scorer, torch.enable_grad():
+        # enable_grad: whatever the caller's global setting
+        reward = _reward_function(task, backend, options, scorer, step_log, rewards, out, jobs)
+        trainer = GRPOTrainer(
+            model=model,
+            args=GRPOConfig(**settings),
+            train_dataset=Dataset.from_list(rows),
+            processing_class=tokenizer,
+            reward_funcs=[reward],
+            callbacks=[step_log, *([stop_at_callback(stop_at)] if stop_at else [])],
+        )
+        before = {
+            name: p.detach().cpu().clone()
+            for name, p in model.named_parameters()
+            if p.requires_grad
+        }
+        output = trainer.train()
+    if save_model:
+        trainer.save_model(str(out / "model"))
+        tokenizer.save_pretrained(out / "model")
+    after = dict(model.named_parameters())
+    changed = any(not torch.equal(before[name], after[name].detach().cpu()) for name in before)
+    return {
+        "steps": int(trainer.state.global_step),
+        "rewards": rewards,
+        "loss": float(output.training_loss),
+        "changed_params": changed,
+        "metrics": list(trainer.state.log_history),
+        "per_step": step_log.steps,
+    }
+
+
+def _stop_at_class() -> type:
+    from transformers import TrainerCallback
+
+    class StopAt(TrainerCallback):  # type: ignore[misc,unused-ignore]
+        """Ends training after the step that finishes past ``when`` (epoch seconds)."""
+
+        def __init__(self, when: float) -> None:
+            self.when = when
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
+            if time.time() >= self.when:
+                control.should_training_stop = True
+            return control
+
+    return StopAt
+
+
+def stop_at_callback(when: float) -> Any:
+    """A ``TrainerCallback`` that stops training after the step that ends past ``when``."""
+    return _stop_at_class()(when)
+
+
+def _reward_function(
+    task: str,
+    backend: str,
+    options: EvalOptions,
+    evaluator: Evaluator,
+    step_log: Any,
+    rewards: list[float],
+    out: Path,
+    jobs: int = 1,
+) -> Callable[..., list[float | None]]:
+    def reward(
+        prompts: list[Any],
+        completions: list[Any],
+        completion_ids: list[list[int]] | None = None,
+        problem: list[str] | None = None,
+        trainer_state: Any = None,
+        **columns: Any,
+    ) -> list[float | None]:
+        step_log.scoring_started()
+        specs = list(problem or [])
+        tasks = list(columns.get("task") or [task] * len(specs))
+        texts = [completion_text(completion) for completion in completions]
+        began = time.monotonic()
+        batch = score_batch(tasks, specs, texts, backend, options, evaluator, jobs)
+        share = (time.monotonic() - began) / max(1, len(batch))  # wall time, shared out
+        scores: list[float | None] = []
+        for index, score in enumerate(batch):
+            tokens = len(completion_ids[index]) if completion_ids is not None else None
+            flags = list(score.result.flags) if score.result is not None else []
+            step_log.record(score.reward, score.correct, share, tokens, flags, outcome(score))
+            scores.append(score.reward)
+            rewards.append(score.reward)
+            error = score.result.error if score.result is not None else None
+            line = {
+                "step": int(getattr(trainer_state, "global_step", 0)) + 1,
+                "task": tasks[index],
+                "problem": specs[index],
+                "reply": texts[index],
+                "answer": score.answer,
+                "reward": score.reward,
+                "error_stage": error.stage if error is not None else None,
+                "outcome": outcome(score),
+                "flags": flags,
+            }
+            with open(out / COMPLETIONS_FILE, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(line) + "\n")
+        return scores
+
+    reward.__name__ = task.replace("-", "_").replace("+", "_")
+    return reward
