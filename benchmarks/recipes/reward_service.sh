@@ -9,7 +9,16 @@
 #                                                          technoabsurdist references through
 #                                                          `bench run` directly and through
 #                                                          `serve --http` (carry .corpus .whl)
-# The row: the load test's summary; or verdicts, wall and verdicts per hour each way.
+#   bash benchmarks/recipes/reward_service.sh corpus       on nvidia-h200: the first SVC_N (60)
+#                                                          technoabsurdist solutions split among
+#                                                          SVC_CLIENTS (3) `bench run --service`
+#                                                          clients of one `serve --http
+#                                                          --jobs-per-gpu 3`, SIGKILLed
+#                                                          SVC_KILL_AFTER (90) s in and started
+#                                                          again on the same store (carry
+#                                                          .corpus .whl)
+# The row: the load test's summary; or verdicts, wall and verdicts per hour each way; or the
+# corpus's verdicts, wall, per hour, latency percentiles and the jobs the restart re-queued.
 set -u
 # shellcheck source=benchmarks/recipes/common.sh
 . "$(dirname "$0")/common.sh"
@@ -53,8 +62,77 @@ throughput)
   row "through the service (run / verdicts / correct / wall s / per hour / held / work / wait s):" \
     "$(sed -n '/^run /,$p' "$OUT/pair.txt" | sed -n 2,3p | joined)"
   ;;
+corpus)
+  need .corpus/technoabsurdist "the technoabsurdist set, prepared as docs/compat.md says"
+  wheels_install
+  clients=${SVC_CLIENTS:-3}
+  python3 benchmarks/corpus_subset.py .corpus/technoabsurdist "${SVC_N:-60}" /tmp/svc-set \
+    >/dev/null
+  rm -rf /tmp/svc-client-* /tmp/svc-out-* /tmp/svc.db* /tmp/ca-svc
+  i=0
+  for f in /tmp/svc-set/solutions/*.py; do
+    c=/tmp/svc-client-$((i % clients))
+    ident=$(basename "$f" .py)
+    level=${ident%%_*}
+    rest=${ident#*_}
+    mkdir -p "$c/solutions" "$c/problems/level${level#L}"
+    cp "$f" "$c/solutions/"
+    cp "/tmp/svc-set/problems/level${level#L}/$rest.py" "$c/problems/level${level#L}/"
+    i=$((i + 1))
+  done
+  serve() {
+    CUDA_AGENT_CACHE=/tmp/ca-svc python3 -m cuda_agent serve --http 127.0.0.1:8765 \
+      --backend "${SVC_BACKEND:-cuda}" --jobs-per-gpu 3 --db /tmp/svc.db >>"$OUT/serve.log" 2>&1 &
+    server=$!
+    for _ in $(seq 240); do
+      curl -sf http://127.0.0.1:8765/v1/health >/dev/null && return 0
+      sleep 0.5
+    done
+    echo "the service did not answer its health check"
+  }
+  RECIPE_CLEANUP='kill "$server" 2>/dev/null'
+  began=$(date +%s)
+  serve
+  echo "[$(date +%T)] service up after $(($(date +%s) - began)) s; $clients clients"
+  pids=()
+  for c in $(seq 0 $((clients - 1))); do
+    CUDA_AGENT_CACHE=/tmp/ca-svc-client limit 520 python3 -m cuda_agent bench run \
+      --problems "/tmp/svc-client-$c/problems" --solutions "/tmp/svc-client-$c/solutions" \
+      --backend "${SVC_BACKEND:-cuda}" --policy kernelbench --service http://127.0.0.1:8765 \
+      --out "/tmp/svc-out-$c" >"$OUT/client-$c.log" 2>&1 &
+    pids+=($!)
+  done
+  sleep "${SVC_KILL_AFTER:-90}"
+  echo "[$(date +%T)] SIGKILL to the service (pid $server)"
+  kill -9 "$server"
+  serve
+  echo "[$(date +%T)] service up again"
+  for p in "${pids[@]}"; do wait "$p"; echo "client ended with status $?"; done
+  wall=$(($(date +%s) - began))
+  cat /tmp/svc-out-*/results.jsonl >"$OUT/results-service.jsonl" 2>/dev/null
+  python3 - "$OUT/results-service.jsonl" /tmp/svc.db "$wall" "${SVC_N:-60}" \
+    <<'PY' | tee "$OUT/service_corpus.txt"
+import json, sqlite3, statistics, sys
+rows = [json.loads(x) for x in open(sys.argv[1]) if x.strip()]
+wall, asked = float(sys.argv[3]), int(sys.argv[4])
+db = sqlite3.connect(sys.argv[2])
+jobs = db.execute("SELECT state, attempts, created, started, finished FROM jobs").fetchall()
+lat = sorted(f - c for s, a, c, st, f in jobs if f is not None)
+q = statistics.quantiles(lat, n=100) if len(lat) > 1 else lat * 99
+states = {}
+for s, *_ in jobs:
+    states[s] = states.get(s, 0) + 1
+print(json.dumps({
+    "asked": asked, "verdicts": len(rows), "correct": sum(bool(r["result"].get("correct")) for r in rows),
+    "wall_s": wall, "per_hour": round(3600 * len(rows) / wall), "jobs": len(jobs), "states": states,
+    "requeued": sum(1 for j in jobs if j[1] > 1),
+    "latency_s": {"p50": round(q[49], 1), "p90": round(q[89], 1), "p99": round(q[98], 1), "max": round(lat[-1], 1)} if lat else {},
+}))
+PY
+  row "service on the corpus:" "$(tail -1 "$OUT/service_corpus.txt")"
+  ;;
 *)
-  echo "usage: $0 load|throughput" >&2
+  echo "usage: $0 load|throughput|corpus" >&2
   exit 2
   ;;
 esac

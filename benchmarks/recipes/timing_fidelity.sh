@@ -11,13 +11,43 @@
 #                                                       slow ones last)
 #   bash benchmarks/recipes/timing_fidelity.sh repeat   5 runs each of
 #                                                       benchmarks/problems_repeat6.txt
+#   bash benchmarks/recipes/timing_fidelity.sh shared   the references of the first FID_N (30)
+#                                                       technoabsurdist problems as solutions
+#                                                       through `bench run --jobs-per-gpu 3`
+#                                                       (verification shared, timing alone;
+#                                                       carry .corpus, no .kb)
 # The row: problems, correct, median and worst |1 - speed-up|, the repeat spread.
 set -u
 # shellcheck source=benchmarks/recipes/common.sh
 . "$(dirname "$0")/common.sh"
-need_kb
+[ "${1:-}" = shared ] || need_kb
 recipe_start
 case "${1:-}" in
+shared)
+  need .corpus/technoabsurdist "the technoabsurdist set, prepared as docs/compat.md says"
+  python3 benchmarks/corpus_subset.py .corpus/technoabsurdist "${FID_N:-30}" /tmp/fid >/dev/null
+  limit 150 python3 -m cuda_agent bench references --problems /tmp/fid/problems \
+    --out /tmp/fid-refs >"$OUT/fid_refs.log" 2>&1
+  rm -rf /tmp/fid/solutions && mkdir -p /tmp/fid/solutions
+  for f in /tmp/fid/problems/level1/*.py; do
+    n=$(basename "$f" .py)
+    cp -r "/tmp/fid-refs/L1_$n"* /tmp/fid/solutions/ 2>/dev/null
+  done
+  CUDA_AGENT_CACHE=/tmp/ca-fid limit 400 python3 -m cuda_agent bench run \
+    --problems /tmp/fid/problems --solutions /tmp/fid/solutions --backend cuda --policy off \
+    --baselines eager --jobs-per-gpu 3 --fresh --out /tmp/fid-run >"$OUT/fid_run.log" 2>&1
+  echo "bench run ended with status $?"
+  cp /tmp/fid-run/results.jsonl "$OUT/fid_results.jsonl" 2>/dev/null
+  row "timing fidelity, --jobs-per-gpu 3:" "$(python3 - /tmp/fid-run/results.jsonl <<'PY'
+import json, statistics, sys
+rows = [json.loads(x)["result"] for x in open(sys.argv[1]) if x.strip()]
+dev = sorted(abs(1 - r["speedup_eager"]) for r in rows if r.get("correct") and r.get("speedup_eager"))
+worst = f"{dev[-1]:.4f}" if dev else "-"
+median = f"{statistics.median(dev):.4f}" if dev else "-"
+print(f"problems {len(rows)} correct {len(dev)} median_abs_dev {median} worst_abs_dev {worst}")
+PY
+)"
+  ;;
 ours)
   limit 540 python3 benchmarks/self_speedup.py --kb .kb --repeat 5 --repeat-first 3 \
     --out "$OUT/self_ours.json" 2>"$OUT/self_ours.err" | tee "$OUT/self_ours.txt" | grep -v '^ '

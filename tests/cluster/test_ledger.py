@@ -16,7 +16,12 @@ def test_overlapping_holds_of_one_device_count_once() -> None:
         {
             "details": {
                 "timings_s": {"build": 2.0, "worker": 9.0},
-                "worker_phases_s": {"verify": 3.0, "time": 4.0},
+                "worker_phases_s": {
+                    "wait_shared": 0.5,
+                    "verify": 3.0,
+                    "wait_exclusive": 1.0,
+                    "time": 4.0,
+                },
                 "worker_start": {"ready_after_s": 0.25},
             }
         },
@@ -30,9 +35,12 @@ def test_overlapping_holds_of_one_device_count_once() -> None:
     assert figures["longest_hold_s"] == 10.0  # one job's hold, not the device's union
     assert figures["phases_s"] == {"build": 3.0, "static": 0.1, "worker": 9.0}
     assert figures["worker_start_s"] == 0.25
+    # waiting for a turn is not device work; what ran alone is the timing
+    assert figures["worker_phases_s"]["wait_exclusive"] == 1.0
+    assert figures["exclusive_s"] == 4.0 and figures["exclusive_fraction"] == 0.1
     line = describe(figures)
     assert line.startswith("devices held 42% of 20 s (device work 18%)") and "max 1.5 s" in line
-    assert "longest hold 10 s" in line
+    assert "longest hold 10 s" in line and "held alone to measure 10%" in line
 
 
 def test_without_a_ledger_only_the_results_speak() -> None:

@@ -14,7 +14,14 @@ figures ``bench run`` prints and writes to ``run.json``:
 * ``longest_hold_s``: the longest time one job held a device (its worker, memory check and
   baselines; bounded by the device budget, docs/evaluation.md);
 * ``phases_s``: each pipeline stage's seconds summed over the jobs (static, build, worker,
-  baseline, shapes), and the workers' start-up seconds.
+  memory, baseline, shapes), and the workers' start-up seconds;
+* ``worker_phases_s``: the evaluation workers' own phases summed over the jobs (reference and
+  inputs, import, verify, kernel record, time, stream check, profile), with the seconds they
+  waited for the device's shared and exclusive turns (``wait_shared``, ``wait_exclusive``,
+  ``worker/device_turn.py``; not counted as device work);
+* ``exclusive_s`` / ``exclusive_fraction``: the seconds jobs held their device alone to
+  measure (kernel record, time, stream check, profile), the part of a verdict no other job can
+  overlap: the bound on verdicts per device-hour.
 
 What it does not do: measure the GPU itself (no NVML); "held" is the pool's view.
 """
@@ -50,6 +57,11 @@ class DeviceLedger:
             return list(self._waits), {d: list(h) for d, h in self._holds.items()}
 
 
+WAIT_PREFIX = "wait_"  # a worker phase spent waiting for the device's turn
+# the worker phases run with the device alone (worker/device_turn.py)
+EXCLUSIVE_PHASES = ("kernel_record", "time", "stream_check", "profile")
+
+
 def _union(intervals: list[tuple[float, float]]) -> float:
     total, end = 0.0, float("-inf")
     for start, stop in sorted(intervals):
@@ -70,26 +82,31 @@ def utilization(
 ) -> dict[str, Any]:
     """The figures of the module docstring for a run of ``wall_s`` seconds on ``devices``."""
     phases: dict[str, float] = defaultdict(float)
-    work = 0.0
+    worker_phases: dict[str, float] = defaultdict(float)
     starts = 0.0
     for result in results:
         details = result.get("details") or {}
         for stage, seconds in (details.get("timings_s") or {}).items():
             if isinstance(seconds, (int, float)):
                 phases[stage] += float(seconds)
-        work += sum(
-            float(s) for s in (details.get("worker_phases_s") or {}).values() if s is not None
-        )
+        for phase, seconds in (details.get("worker_phases_s") or {}).items():
+            if isinstance(seconds, (int, float)):
+                worker_phases[phase] += float(seconds)
         ready = (details.get("worker_start") or {}).get("ready_after_s")
         if isinstance(ready, (int, float)):
             starts += float(ready)
+    work = sum(v for k, v in worker_phases.items() if not k.startswith(WAIT_PREFIX))
+    exclusive = sum(worker_phases.get(k, 0.0) for k in EXCLUSIVE_PHASES)
     capacity = max(wall_s, 1e-9) * max(1, len(devices))
     out: dict[str, Any] = {
         "wall_s": round(wall_s, 3),
         "devices": len(devices),
         "device_work_s": round(work, 3),
         "device_work_fraction": round(min(1.0, work / capacity), 4),
+        "exclusive_s": round(exclusive, 3),
+        "exclusive_fraction": round(min(1.0, exclusive / capacity), 4),
         "phases_s": {k: round(v, 3) for k, v in sorted(phases.items())},
+        "worker_phases_s": {k: round(v, 3) for k, v in sorted(worker_phases.items())},
         "worker_start_s": round(starts, 3),
     }
     if ledger is not None:
@@ -123,6 +140,8 @@ def describe(figures: dict[str, Any]) -> str:
         parts.append(
             f"device work {figures['device_work_fraction']:.0%} of {figures['wall_s']:.0f} s"
         )
+    if figures.get("exclusive_s"):
+        parts.append(f"held alone to measure {figures['exclusive_fraction']:.0%}")
     stages = ", ".join(f"{k} {v:.0f} s" for k, v in figures["phases_s"].items())
     parts.append(f"phases: {stages or 'none'}; worker start-up {figures['worker_start_s']:.0f} s")
     return " | ".join(parts)

@@ -28,8 +28,7 @@ from cuda_agent.cluster.pool import (
     run_worker_task,
     with_retries,
 )
-from cuda_agent.core.locks import device_lock_path
-from cuda_agent.core.paths import ensure_dir
+from cuda_agent.core.locks import device_lock_path, ensure_lock_files
 from cuda_agent.core.types import EvalResult
 from cuda_agent.evaluator.device_budget import scaled_text
 from cuda_agent.evaluator.memory_cap import set_concurrent_workers
@@ -196,9 +195,7 @@ class LocalPool(EvalPool):
         if self.jobs_per_device == 1:
             return ""
         path = device_lock_path(self.backend, self._env(device).get("CUDA_VISIBLE_DEVICES"))
-        ensure_dir(path.parent)
-        path.touch(exist_ok=True)
-        return str(path)
+        return str(ensure_lock_files(path))
 
     def _env(self, device: str) -> dict[str, str]:
         if self.backend != "cuda":

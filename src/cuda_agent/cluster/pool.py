@@ -24,7 +24,7 @@ from typing import Any
 
 from cuda_agent.cluster.board import JobBoard
 from cuda_agent.cluster.ledger import DeviceLedger
-from cuda_agent.core.locks import device_lock_path
+from cuda_agent.core.locks import device_lock_path, ensure_lock_files
 from cuda_agent.core.paths import ensure_dir, scratch_dir
 from cuda_agent.core.records import StageError, WorkerRecord
 from cuda_agent.core.types import EvalResult, Problem, Solution
@@ -145,9 +145,7 @@ def run_worker_task(
     from cuda_agent.evaluator.worker_spawn import worker_env
 
     visible = env_extra.get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES"))
-    lock = device_lock_path(request.settings.backend, visible)
-    ensure_dir(lock.parent)
-    lock.touch(exist_ok=True)
+    lock = ensure_lock_files(device_lock_path(request.settings.backend, visible))
     request.lock_path = str(lock)
     scratch = ensure_dir(scratch_dir()) / f"task-{secrets.token_hex(6)}"
     try:

@@ -96,3 +96,38 @@ def test_without_a_lock_file_everything_is_a_no_op() -> None:
         with turn.compiling(lambda: pytest.fail("no device to synchronise")) as given_up:
             assert not given_up
     assert turn.given_up == 0
+
+
+def shared_free(path: Path) -> bool:
+    """Whether another holder could take the lock shared now."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def test_shared_until_it_measures_then_alone_to_the_end(lock_file: Path) -> None:
+    synced: list[bool] = []
+    with holding(str(lock_file)) as turn:
+        assert turn.mode == "shared"
+        assert shared_free(lock_file) and not free(lock_file)  # others verify beside it
+        turn.exclusive(lambda: synced.append(True))
+        assert synced == [True]
+        assert turn.mode == "exclusive" and not shared_free(lock_file)
+        turn.exclusive(lambda: pytest.fail("already alone: nothing to do"))
+        assert turn.mode == "exclusive"
+    assert free(lock_file)
+
+
+@in_fresh_process
+def test_a_compile_off_turn_takes_the_turn_back_in_the_mode_it_held(lock_file: Path) -> None:
+    with holding(str(lock_file)) as turn:
+        turn.mark_baseline()
+        turn.exclusive(lambda: None)
+        with turn.compiling(lambda: None) as given_up:
+            assert given_up and free(lock_file)
+        assert turn.mode == "exclusive" and not shared_free(lock_file)

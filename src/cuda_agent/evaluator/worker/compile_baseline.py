@@ -27,7 +27,9 @@ from cuda_agent.evaluator.worker.timing import time_interleaved
 
 
 def run(req: WorkerRequest, channel: ResultChannel) -> CompileBaselineRecord:
-    with device_turn.holding(req.lock_path):  # a shared GPU: one job's device work at a time
+    # a shared GPU: the reference and torch.compile's compilation under the shared turn, the
+    # timing under the exclusive one (worker/device_turn.py)
+    with device_turn.holding(req.lock_path):
         return _measure(req)
 
 
@@ -55,6 +57,7 @@ def _measure(req: WorkerRequest) -> CompileBaselineRecord:
         return _failed("compile", f"torch.compile failed: {describe_exception(err)}")
     compile_seconds = time.perf_counter() - start
     check = compare(eager(*clone_nested(ref.verify_sets[0])), first, req.atol, req.rtol)
+    device_turn.current().exclusive(device.synchronize)
     outcome = time_interleaved(
         lambda args: compiled(*args),
         lambda args: eager(*args),

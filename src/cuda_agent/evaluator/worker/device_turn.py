@@ -1,12 +1,18 @@
-"""A worker's turn on a GPU it shares with other jobs: held for all device work, given up
-only while the candidate's extension compiles at run time.
+"""A worker's turn on a GPU it shares with other jobs: shared for device work that measures
+nothing, exclusive for what measures time, given up while the candidate's extension compiles.
 
 A pool that runs more than one job per GPU (``LocalPool(jobs_per_device=2)``, ``bench run
---jobs-per-gpu 2``) gives each evaluation worker the device's lock file
-(``core/locks.device_lock_path``). The worker holds the lock from its first device operation
-to its result, so no two workers ever use the GPU at once; but a run-time build (a
-``load_inline`` in ``__init__``, 10-130 s of CPU) would keep the GPU idle meanwhile, so the
-build shim gives the turn up for the compile and takes it back before the candidate continues.
+--jobs-per-gpu 2``) gives each worker the device's lock file (``core/locks.device_lock_path``),
+a readers-writer lock (``core/locks.TurnLock``). A worker takes it **shared** from its first
+device operation: building the reference and its inputs, importing and constructing the
+candidate, the verification trials and the memory check overlap other jobs' shared work on the
+GPU (they measure nothing, and their verdicts do not depend on the device being alone). Before
+the first step that measures time (the kernel record, the timing rounds, the stream check, the
+profile; a torch.compile baseline's timing) it takes the lock **exclusively**
+(``DeviceTurn.exclusive``) and keeps it to its result, so no other job's device work runs while
+it times. A run-time build (a ``load_inline`` in ``__init__``, 10-130 s of CPU) would keep the
+GPU idle meanwhile, so the build shim gives the turn up for the compile and takes it back (in
+the mode it held) before the candidate continues.
 
 The turn is given up only when nothing of the candidate can touch the GPU meanwhile: its
 queued work has finished (the device is synchronised first), it runs no threads or child
@@ -14,46 +20,71 @@ processes beyond those alive when its code was first imported (``mark_baseline``
 hook would run its code on the builder's (a trace or profile function, a gc callback; the
 cyclic collector is paused for the compile, so no finaliser runs either); otherwise the
 worker keeps the turn and compiles holding it, as a pool with one job per GPU does. Not
-covered: a signal handler with a timer the candidate armed. With no lock file (the default)
-every method is a no-op.
+covered: a signal handler with a timer the candidate armed. With no lock file (the default,
+one job per GPU) every method is a no-op.
+
+Taking the exclusive turn lets the shared one go first (``flock`` converts no lock in place),
+after synchronising the device. Not covered: a thread of the candidate that launches device
+work in that moment could disturb another job's timing (never improve its own).
+
+``waited_s`` counts the seconds spent waiting for the lock (reported with the worker's phases).
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import gc
-import os
 import sys
+import time
 from collections.abc import Callable, Iterator
 
+from cuda_agent.core.locks import TurnLock
 from cuda_agent.evaluator.worker.census import child_process_count, thread_count
 
 
 class DeviceTurn:
     def __init__(self, lock_path: str = "") -> None:
         self.lock_path = lock_path
-        self._fd: int | None = None
+        self._lock: TurnLock | None = None
         self._threads = -1
         self._gc_callbacks = 0
         self.given_up = 0  # how many times the turn was given up for a compile
+        self.waited_s = 0.0  # seconds spent waiting for the lock
 
     @property
     def held(self) -> bool:
-        return self._fd is not None
+        return self._lock is not None
+
+    @property
+    def mode(self) -> str:
+        """``shared``, ``exclusive``, or ``""`` with no lock file."""
+        return self._lock.mode if self._lock is not None else ""
 
     def __enter__(self) -> DeviceTurn:
         if self.lock_path:
-            self._fd = os.open(self.lock_path, os.O_RDONLY)
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            self._lock = TurnLock(self.lock_path)
+            self._take(exclusive=False)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._fd is not None:
-            with contextlib.suppress(OSError):
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
-                os.close(self._fd)
-            self._fd = None
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
+    def _take(self, exclusive: bool) -> None:
+        assert self._lock is not None
+        began = time.perf_counter()
+        self._lock.take(exclusive)
+        self.waited_s += time.perf_counter() - began
+
+    def exclusive(self, synchronize: Callable[[], None]) -> None:
+        """Hold the device alone from now to the end of the request (before any step that
+        measures time); a no-op without a lock file or when already alone. The device is
+        synchronised first: the work this process queued under the shared turn finishes
+        before the lock is let go for the exchange, not during another job's timing."""
+        if self._lock is not None and self._lock.mode != "exclusive":
+            synchronize()
+            self._take(exclusive=True)
 
     def mark_baseline(self) -> None:
         """Remember the harness's own threads and hooks, before any candidate code runs."""
@@ -76,18 +107,20 @@ class DeviceTurn:
     @contextlib.contextmanager
     def compiling(self, synchronize: Callable[[], None]) -> Iterator[bool]:
         """Give the turn up for the block if that is safe; yields whether it was."""
-        if self._fd is None or not self._candidate_is_idle():
+        if self._lock is None or not self._candidate_is_idle():
             yield False
             return
         synchronize()  # the candidate's queued kernels finish on our turn, not on another's
         collecting = gc.isenabled()
         gc.disable()  # no collection, so no candidate finaliser, runs off the turn
-        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        exclusive = self.mode == "exclusive"
+        assert self._lock is not None
+        self._lock.release()
         self.given_up += 1
         try:
             yield True
         finally:
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            self._take(exclusive)
             if collecting:
                 gc.enable()
 

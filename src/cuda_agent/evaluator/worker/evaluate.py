@@ -86,6 +86,8 @@ def run(req: WorkerRequest, channel: ResultChannel) -> EvaluationRecord:
     given_up = 0  # times the shared GPU was left to another job while this one compiled
     try:
         with device_turn.holding(req.lock_path) as turn:
+            if turn.held:
+                phases.mark("wait_shared")  # for the device's shared turn (device_turn.py)
             try:
                 _evaluate(req, channel, result, phases)
             finally:
@@ -199,6 +201,10 @@ def _candidate_stages(s: EvaluationSession) -> None:
     fallback_note(s)
     check_canary(s)
     phases.mark("verify")
+    turn = device_turn.current()
+    if turn.held and (device.name == "cuda" or req.settings.timing.enabled):
+        turn.exclusive(device.synchronize)  # the device alone for everything that measures time
+        phases.mark("wait_exclusive")
     if device.name == "cuda":
         kernel_check(s)
         s.threads_before = thread_count()  # the profiler starts threads of its own

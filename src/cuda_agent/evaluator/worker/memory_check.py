@@ -45,7 +45,7 @@ from cuda_agent.evaluator.worker.tensors import clone_nested, derive_seed
 def run(req: WorkerRequest, channel: ResultChannel) -> MemoryCheckRecord:
     record = MemoryCheckRecord()
     try:
-        with device_turn.holding(req.lock_path):
+        with device_turn.holding(req.lock_path):  # shared throughout: it measures no time
             _check(req, channel, record)
     except (ProblemFailure, CandidateFailure) as err:
         record.fail(getattr(err, "stage", "problem"), str(err))
