@@ -13,7 +13,8 @@
 #                                                       benchmarks/problems_repeat6.txt
 #   bash benchmarks/recipes/timing_fidelity.sh shared   the references of the first FID_N (30)
 #                                                       technoabsurdist problems as solutions
-#                                                       through `bench run --jobs-per-gpu 3`
+#                                                       through `bench run --jobs-per-gpu`
+#                                                       FID_JOBS (3)
 #                                                       (verification shared, timing alone;
 #                                                       carry .corpus, no .kb)
 # The row: problems, correct, median and worst |1 - speed-up|, the repeat spread.
@@ -35,10 +36,10 @@ shared)
   done
   CUDA_AGENT_CACHE=/tmp/ca-fid limit 400 python3 -m cuda_agent bench run \
     --problems /tmp/fid/problems --solutions /tmp/fid/solutions --backend cuda --policy off \
-    --baselines eager --jobs-per-gpu 3 --fresh --out /tmp/fid-run >"$OUT/fid_run.log" 2>&1
+    --baselines eager --jobs-per-gpu "${FID_JOBS:-3}" --fresh --out /tmp/fid-run >"$OUT/fid_run.log" 2>&1
   echo "bench run ended with status $?"
   cp /tmp/fid-run/results.jsonl "$OUT/fid_results.jsonl" 2>/dev/null
-  row "timing fidelity, --jobs-per-gpu 3:" "$(python3 - /tmp/fid-run/results.jsonl <<'PY'
+  row "timing fidelity, --jobs-per-gpu ${FID_JOBS:-3}:" "$(python3 - /tmp/fid-run/results.jsonl <<'PY'
 import json, statistics, sys
 rows = [json.loads(x)["result"] for x in open(sys.argv[1]) if x.strip()]
 dev = sorted(abs(1 - r["speedup_eager"]) for r in rows if r.get("correct") and r.get("speedup_eager"))

@@ -47,6 +47,7 @@ def _measure(req: WorkerRequest) -> CompileBaselineRecord:
         )
     except ProblemFailure as err:
         return _failed("problem", str(err))
+    device_turn.current().alone_if_large(device.synchronize)
     eager = ref.model
     start = time.perf_counter()
     try:

@@ -27,6 +27,10 @@ Taking the exclusive turn lets the shared one go first (``flock`` converts no lo
 after synchronising the device. Not covered: a thread of the candidate that launches device
 work in that moment could disturb another job's timing (never improve its own).
 
+A job whose reference and inputs already hold more than 1/16 of the GPU's memory takes the
+device alone at once (``alone_if_large``), so jobs side by side never run it out of memory
+between them: a verdict does not depend on its neighbours.
+
 ``waited_s`` counts the seconds spent waiting for the lock (reported with the worker's phases).
 """
 
@@ -40,6 +44,9 @@ from collections.abc import Callable, Iterator
 
 from cuda_agent.core.locks import TurnLock
 from cuda_agent.evaluator.worker.census import child_process_count, thread_count
+
+# a job whose reference and inputs hold more than this share of the GPU's memory works alone
+LARGE_FRACTION = 1 / 16
 
 
 class DeviceTurn:
@@ -76,6 +83,23 @@ class DeviceTurn:
         began = time.perf_counter()
         self._lock.take(exclusive)
         self.waited_s += time.perf_counter() - began
+
+    def alone_if_large(self, synchronize: Callable[[], None]) -> bool:
+        """Take the device alone now if what this process holds on the GPU (the reference, its
+        inputs) exceeds ``LARGE_FRACTION`` of the device's memory: several such jobs side by
+        side could run the device out of memory, and a job's verdict must not depend on its
+        neighbours. Returns whether it did (a no-op without a lock file or off the GPU)."""
+        if self._lock is None or self.mode == "exclusive":
+            return False
+        import torch
+
+        if not torch.cuda.is_available() or not torch.cuda.is_initialized():
+            return False
+        used = torch.cuda.max_memory_allocated()
+        if used <= LARGE_FRACTION * torch.cuda.get_device_properties(0).total_memory:
+            return False
+        self.exclusive(synchronize)
+        return True
 
     def exclusive(self, synchronize: Callable[[], None]) -> None:
         """Hold the device alone from now to the end of the request (before any step that

@@ -125,6 +125,8 @@ def _evaluate(
     device.synchronize()
     channel.send("reference", call_s=_reference_call_s(ref, device))  # before candidate code
     phases.mark("reference_and_inputs")
+    if device_turn.current().alone_if_large(device.synchronize):
+        phases.mark("wait_exclusive")
     if req.problem_lint:  # the parent has no cached lint of this problem (problem_lint.py)
         result.problem_lint = lint_reference(ref, req.seed, req.atol, req.rtol, device)
         phases.mark("problem_lint")
@@ -202,7 +204,7 @@ def _candidate_stages(s: EvaluationSession) -> None:
     check_canary(s)
     phases.mark("verify")
     turn = device_turn.current()
-    if turn.held and (device.name == "cuda" or req.settings.timing.enabled):
+    if turn.mode == "shared" and (device.name == "cuda" or req.settings.timing.enabled):
         turn.exclusive(device.synchronize)  # the device alone for everything that measures time
         phases.mark("wait_exclusive")
     if device.name == "cuda":

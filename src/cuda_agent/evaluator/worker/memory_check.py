@@ -59,6 +59,7 @@ def _check(req: WorkerRequest, channel: ResultChannel, record: MemoryCheckRecord
     channel.send("stage", stage="load")
     seed = derive_seed(req.seed, "memory_check")
     ref = build_reference(req.problem_source, seed, device, 1, 0)
+    device_turn.current().alone_if_large(device.synchronize)
     root = Path(req.solution_root)
     shim = request_shim(req)
     shim.install()
