@@ -107,7 +107,7 @@ wheels_install() {
 }
 
 WHEEL_PACKAGES="trl datasets dill multiprocess gguf fastapi starlette uvicorn pydantic
-pydantic_core annotated-types typing-inspection typing_extensions"
+pydantic_core annotated-types typing-inspection typing_extensions opentelemetry-api"
 
 wheels_download() {
   local specs=() name spec

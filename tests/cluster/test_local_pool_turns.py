@@ -58,6 +58,10 @@ def test_two_jobs_share_a_device_and_compile_off_turn(tmp_path: Path) -> None:
     assert {r.details["pool_device"] for r in results} == {"cpu0"}
     # both verified under the device's shared turn (worker/device_turn.py)
     assert all("wait_shared" in ((r.record and r.record.worker_phases_s) or {}) for r in results)
+    # and, nothing of theirs left running, each timed with the device alone
+    assert not any(
+        "timed_beside_other_jobs" in (r.record.notes if r.record else []) for r in results
+    )
 
 
 def test_one_job_per_device_by_default_never_gives_a_turn_up(tmp_path: Path) -> None:

@@ -40,9 +40,12 @@ def test_jobs_sharing_the_gpu_keep_their_verdicts() -> None:
     problem = resolve_problem(ident, "small")
     solution = load_solution(path)
     with LocalPool("cuda", jobs_per_device=3) as pool:
-        futures = [pool.submit(EvalJob(problem, solution, fast_options())) for _ in range(3)]
+        options = fast_options(backend="cuda")
+        futures = [pool.submit(EvalJob(problem, solution, options)) for _ in range(3)]
         results = [f.result(timeout=900) for f in futures]
     assert all(r.correct for r in results), [r.error for r in results]
     for result in results:
         phases = (result.record.worker_phases_s if result.record else None) or {}
         assert "wait_shared" in phases and "wait_exclusive" in phases, phases
+        assert result.record is not None
+        assert "timed_beside_other_jobs" not in result.record.notes

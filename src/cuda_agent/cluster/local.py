@@ -3,8 +3,9 @@
 Each job's thread builds (``prepare``, limited to ``build_workers`` at a time), then takes a
 device from the free list, runs ``execute`` with that device pinned (``CUDA_VISIBLE_DEVICES``),
 and gives the device back: one job per GPU at a time, or ``jobs_per_device`` jobs whose workers
-take turns on it through its lock file (``evaluator/worker/device_turn.py``: all device work
-under the lock, run-time compiles outside it). Spare workers keep a warm process ready per
+share it through its lock file (``evaluator/worker/device_turn.py``: verification and the
+memory check under the shared turn, timing under the exclusive one, run-time compiles outside
+it). Spare workers keep a warm process ready per
 device. ``submit`` blocks once ``max_pending`` jobs are queued (back-pressure).
 On the cpu backend the "devices" are evaluation slots (default one: timings on a shared CPU
 would disturb each other). Raw worker tasks (``submit_worker``) take ``worker_slots`` per

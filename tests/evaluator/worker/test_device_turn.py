@@ -131,3 +131,19 @@ def test_a_compile_off_turn_takes_the_turn_back_in_the_mode_it_held(lock_file: P
         with turn.compiling(lambda: None) as given_up:
             assert given_up and free(lock_file)
         assert turn.mode == "exclusive" and not shared_free(lock_file)
+
+
+@in_fresh_process
+def test_a_candidate_that_could_still_run_keeps_the_shared_turn(lock_file: Path) -> None:
+    def hook(phase: str, info: dict[str, object]) -> None:
+        pass
+
+    with holding(str(lock_file)) as turn:
+        turn.mark_baseline()
+        gc.callbacks.append(hook)  # candidate code that could run at any moment
+        try:
+            assert not turn.exclusive(lambda: pytest.fail("the turn is not let go"))
+            assert turn.mode == "shared" and not free(lock_file)
+        finally:
+            gc.callbacks.remove(hook)
+        assert turn.exclusive(lambda: None) and turn.mode == "exclusive"

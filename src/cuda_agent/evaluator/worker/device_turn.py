@@ -24,8 +24,10 @@ covered: a signal handler with a timer the candidate armed. With no lock file (t
 one job per GPU) every method is a no-op.
 
 Taking the exclusive turn lets the shared one go first (``flock`` converts no lock in place),
-after synchronising the device. Not covered: a thread of the candidate that launches device
-work in that moment could disturb another job's timing (never improve its own).
+after synchronising the device, and only under the condition a compile's give-up has: nothing
+of the candidate can run meanwhile; otherwise the job keeps its shared turn and measures beside
+the others (noted ``timed_beside_other_jobs``), so a candidate cannot run GPU work into another
+job's timed calls.
 
 A job whose reference and inputs already hold more than 1/16 of the GPU's memory takes the
 device alone at once (``alone_if_large``), so jobs side by side never run it out of memory
@@ -101,14 +103,24 @@ class DeviceTurn:
         self.exclusive(synchronize)
         return True
 
-    def exclusive(self, synchronize: Callable[[], None]) -> None:
+    def exclusive(self, synchronize: Callable[[], None]) -> bool:
         """Hold the device alone from now to the end of the request (before any step that
         measures time); a no-op without a lock file or when already alone. The device is
         synchronised first: the work this process queued under the shared turn finishes
-        before the lock is let go for the exchange, not during another job's timing."""
-        if self._lock is not None and self._lock.mode != "exclusive":
-            synchronize()
-            self._take(exclusive=True)
+        before the lock is let go for the exchange, not during another job's timing.
+
+        Where candidate code has run (``mark_baseline`` was called) and something of it could
+        still run (``_candidate_is_idle``: a thread, a child process, a hook), the shared
+        turn is kept instead, and the job measures beside other jobs' shared work: its own
+        figures may be disturbed, no other job's can be. Returns whether the device is alone.
+        """
+        if self._lock is None or self._lock.mode == "exclusive":
+            return self._lock is not None
+        if self._threads > 0 and not self._candidate_is_idle():
+            return False
+        synchronize()
+        self._take(exclusive=True)
+        return True
 
     def mark_baseline(self) -> None:
         """Remember the harness's own threads and hooks, before any candidate code runs."""

@@ -53,7 +53,11 @@ from cuda_agent.evaluator.worker.guards import (
     prime_recorder,
     set_compile_disabled,
 )
-from cuda_agent.evaluator.worker.policies import NOTE_CUDNN_BENCHMARK, rules
+from cuda_agent.evaluator.worker.policies import (
+    NOTE_CUDNN_BENCHMARK,
+    NOTE_TIMED_BESIDE_OTHER_JOBS,
+    rules,
+)
 from cuda_agent.evaluator.worker.precision import apply_precision
 from cuda_agent.evaluator.worker.problem_lint import lint_reference
 from cuda_agent.evaluator.worker.protocol import ResultChannel, WorkerRequest
@@ -205,7 +209,14 @@ def _candidate_stages(s: EvaluationSession) -> None:
     phases.mark("verify")
     turn = device_turn.current()
     if turn.mode == "shared" and (device.name == "cuda" or req.settings.timing.enabled):
-        turn.exclusive(device.synchronize)  # the device alone for everything that measures time
+        # the device alone for everything that measures time
+        if not turn.exclusive(device.synchronize):
+            result.note(
+                NOTE_TIMED_BESIDE_OTHER_JOBS,
+                "something of the candidate (a thread, a child process or a hook) was still "
+                "active after verification, so it kept the GPU's shared turn and was timed "
+                "beside other jobs' verification; its times may read high",
+            )
         phases.mark("wait_exclusive")
     if device.name == "cuda":
         kernel_check(s)

@@ -14,6 +14,7 @@ PRECISIONS = ("ieee", "tf32", "torch-default")
 # Notes: warning-level findings a correct result may carry (``details.notes``), never flags.
 NOTE_WEIGHTS_NOT_TRANSFERRED = "weights_not_transferred"
 NOTE_CUDNN_BENCHMARK = "cudnn_benchmark"
+NOTE_TIMED_BESIDE_OTHER_JOBS = "timed_beside_other_jobs"  # worker/device_turn.py
 NOTE_BUILD_FAILED_CAUGHT = "build_failed_caught"
 NOTE_DECOY_CHECK_SKIPPED = "decoy_check_skipped"  # Triton: no unused input set to run it on
 
