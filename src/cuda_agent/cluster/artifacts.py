@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from cuda_agent.core.paths import builds_dir, ensure_dir
-from cuda_agent.evaluator.pipeline import Prepared
+from cuda_agent.evaluator.prepared import Prepared
 
 
 def pack(prepared: Prepared) -> dict[str, bytes]:

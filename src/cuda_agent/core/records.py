@@ -121,6 +121,9 @@ class EvaluationRecord(WorkerRecord):
     problem_lint: dict[str, Any] | None = None
     worker_phases_s: dict[str, float] = field(default_factory=dict)
     device_turns_given_up: int | None = None  # times a shared GPU was left while compiling
+    # the device names of the candidate's own kernels (those its compiled modules register
+    # and the Triton kernels the harness launched): what the memory check instruments
+    kernel_symbols: list[str] | None = None
 
     def fail(self, stage: str, message: str, flags: list[str] | tuple[str, ...] = ()) -> None:
         """Record a failing verdict at ``stage`` (its flags added once each)."""
@@ -229,6 +232,7 @@ class MemoryCheckRecord(WorkerRecord):
 
     output_ok: bool | None = None
     output_message: str = ""
+    phases_s: dict[str, float] = field(default_factory=dict)  # wall seconds per phase
 
 
 RECORDS: dict[str, type[WorkerRecord]] = {

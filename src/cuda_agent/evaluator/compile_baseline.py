@@ -10,27 +10,20 @@ the CPU thread count, so a result is never reused where it would not hold.
 from __future__ import annotations
 
 import hashlib
-import json
-import logging
-import os
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from cuda_agent.core import secret
 from cuda_agent.core.paths import baselines_dir, ensure_dir
 from cuda_agent.core.records import CompileBaselineRecord
+from cuda_agent.core.signed_entries import read_entry, write_entry
 from cuda_agent.core.types import Problem
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.requests import worker_request
 from cuda_agent.evaluator.worker_process import run_worker
 from cuda_agent.evaluator.worker_spawn import worker_env
 
-log = logging.getLogger(__name__)
-
 CACHE_VERSION = "2"  # 2: modules run in the mode their constructor left (training)
-SIGNATURE_KEY = "hmac"
 
 
 @dataclass
@@ -117,34 +110,3 @@ def compile_baseline(
         details=data,
         rejected_entry=rejected,
     )
-
-
-def read_entry(path: Path, key: str) -> dict[str, Any] | None:
-    """The cached entry, or None when missing, unreadable or failing its signature (a forged
-    or corrupted entry is logged and then measured again, never used)."""
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict):
-        return None
-    signature = data.pop(SIGNATURE_KEY, None)
-    if not isinstance(signature, str) or not secret.verify(_signed(key, data), signature):
-        log.warning("baseline cache entry %s failed its integrity check: measuring again", path)
-        return None
-    return data
-
-
-def write_entry(path: Path, key: str, data: dict[str, Any]) -> None:
-    """Write a signed entry atomically (only the harness process writes baselines)."""
-    record = {**data, SIGNATURE_KEY: secret.sign(_signed(key, data))}
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(fd, "w") as handle:
-        json.dump(record, handle, indent=1)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
-
-
-def _signed(key: str, data: dict[str, Any]) -> bytes:
-    """The bytes a baseline entry's signature covers: its cache key and its content."""
-    return (key + "\0" + json.dumps(data, sort_keys=True, separators=(",", ":"))).encode()

@@ -4,13 +4,20 @@ A kernel that reads a few elements past the end of its input usually gives the r
 (the bytes past a tensor's end belong to the caching allocator's block, or to another tensor),
 so verification alone credits it; on another allocation pattern it reads garbage or faults
 ("an illegal memory access"), and an RL policy will find such kernels. So every candidate that
-verification and timing found correct runs once more, in a ``memory_check`` worker
+verification found correct runs once more, in a ``memory_check`` worker
 (``worker/memory_check.py``) started under a checker:
 
 * cuda: ``compute-sanitizer --tool memcheck`` (out-of-bounds and misaligned accesses to global,
   shared and local memory, invalid frees, device-side hardware exceptions), with torch's
   caching allocator turned off (``PYTORCH_NO_CUDA_MEMORY_CACHING=1``) so that each tensor is an
-  allocation of its own and memcheck knows its exact end;
+  allocation of its own, followed by 4 KiB of padding that no access may touch. Only the
+  candidate's own kernels are instrumented: the checker's kernel filter names the device names
+  of the kernels its compiled modules register (``worker/kernel_symbols.py``, read here from
+  the modules the parent built and by the worker from those it built at run time) and of the
+  Triton kernels the harness launched for it. The vendor libraries' kernels (cuDNN's
+  convolutions, cuBLAS's GEMMs) and the reference's run at full speed: instrumented, they took
+  20-190 s per check. Without the names (no ``nm``, an unreadable module) every kernel is
+  checked, as before;
 * cpu: AddressSanitizer (the candidate's extensions built again with ``-fsanitize=address``,
   the runtime preloaded into the worker): reads and writes past a heap buffer (a tensor's
   storage: torch allocates it with ``posix_memalign``, which ASan intercepts), use after
@@ -18,11 +25,17 @@ verification and timing found correct runs once more, in a ``memory_check`` work
 
 Both runs also fill what ``empty``-family allocations return (NaN) and compare the output with
 the reference's: a kernel that reads memory it never wrote fails there (``memory_error:
-uninitialized``). What is not seen: an access that lands inside another live allocation (past
-the redzone), uninitialised reads of memory the candidate allocates outside torch
-(``cudaMalloc``, ``malloc``), data races, and a kernel that behaves differently when it
-detects the checker. The check costs one more worker start and one slow forward; its seconds
-are in ``details.memory_check``.
+uninitialized``). What is not seen here: an access that lands inside another live allocation
+(past the padding), uninitialised reads of memory the candidate allocates outside torch
+(``cudaMalloc``, ``malloc``), kernels loaded at run time by other means than a compiled module
+or Triton (the driver API, NVRTC), a torch kernel the candidate hands a tensor over memory it
+does not own, data races, and a kernel that behaves differently when it detects the checker.
+The evaluation's guarded trial (``worker/red_zones.py``) sees some of these where they reach
+the output. docs/evaluation.md ("Memory check") has the table of what each layer catches.
+
+A complete check's answer is cached by solution, problem and device
+(``memory_check_cache.py``): a repeated answer costs nothing. Its seconds, and the checked
+worker's own phases, are in ``details.memory_check``.
 
 A finding is a failing verdict at stage ``memory`` with flag ``memory_error:access`` or
 ``memory_error:uninitialized``; a checker that is missing, a run that does not finish in its
@@ -33,9 +46,9 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 import shutil
 import subprocess
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -46,33 +59,25 @@ from cuda_agent.core.types import Problem, Solution, SolutionKind
 from cuda_agent.evaluator.builder.builder import build_extension
 from cuda_agent.evaluator.builder.inline import inline_spec, workdir_spec
 from cuda_agent.evaluator.builder.spec import FlagError, with_address_sanitizer
+from cuda_agent.evaluator.memory_check_cache import CheckKey, cached_answer, keep_answer
+from cuda_agent.evaluator.memory_reports import parse_asan, parse_memcheck, read_reports
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.requests import worker_request
+from cuda_agent.evaluator.worker.memory_flags import FLAG_ACCESS, FLAG_UNINITIALIZED
 from cuda_agent.evaluator.worker_process import WorkerOutcome, run_worker
 from cuda_agent.solutions.static import analyse
 from cuda_agent.workspace.template_files import harness_binding_files
 
-FLAG_ACCESS = "memory_error:access"
-FLAG_UNINITIALIZED = "memory_error:uninitialized"
 NOTE_INCOMPLETE = "memory_check_incomplete"
-MAX_FINDINGS = 3
 MEMCHECK_PADDING_BYTES = 4096  # an access up to this far past an allocation is seen
 ASAN_HEAP_MB = 16 * 1024  # the checked cpu worker's heap (its address space is not limited)
 SANITIZER_CANDIDATES = (
     "/usr/local/cuda/bin/compute-sanitizer",
     "/opt/nvidia/compute-sanitizer/compute-sanitizer",
 )
-_SANITIZER_RECORD = re.compile(r"^=+ (?! )(.*)$")
-_PATH = re.compile(r"/(?:[^\s/()]+/)+([^\s/()]+)")  # a path: its last part is enough
-_SANITIZER_SUMMARY = re.compile(r"ERROR SUMMARY: ([\d,]+) error")
-_SANITIZER_NOISE = (
-    "COMPUTE-SANITIZER",
-    "ERROR SUMMARY",
-    "Saved host backtrace",
-    "Target application returned",
-    "This application",
-    "Note:",
-)
+EVERY_KERNEL = "every kernel"
+CANDIDATE_CODE = "the candidate's C++ code"
+_ANSWER_FIELDS = ("tool", "scope", "errors", "findings", "output_ok", "output_message")
 
 
 @dataclass
@@ -87,6 +92,9 @@ class MemoryCheck:
     output_ok: bool | None = None  # the output with uninitialised memory filled
     output_message: str = ""
     incomplete: str | None = None  # why the check could not give an answer
+    scope: str = ""  # what was instrumented: "own kernels (N names)", every kernel, C++ code
+    cached: bool = False  # the answer of an earlier check of the same solution and problem
+    phases_s: dict[str, float] = field(default_factory=dict)  # the checked worker's phases
 
     @property
     def flag(self) -> str | None:
@@ -143,6 +151,33 @@ def find_asan_runtime() -> str | None:
     return None
 
 
+def sanitizer_command(tool: str, log: Path, kernel_names: list[str] | None) -> list[str]:
+    """compute-sanitizer's memcheck command line; ``kernel_names``: the device names of the
+    only kernels to instrument (None or empty: every kernel)."""
+    command = [
+        tool,
+        "--tool",
+        "memcheck",
+        "--leak-check",
+        "no",
+        "--report-api-errors",
+        "no",
+        "--print-limit",
+        "20",
+        # guard bytes after every allocation: the driver packs small cudaMallocs next to
+        # each other, so a read just past one tensor would land in the next one unseen
+        "--padding",
+        str(MEMCHECK_PADDING_BYTES),
+        "--target-processes",
+        "all",
+        "--log-file",
+        str(log),
+    ]
+    for name in kernel_names or ():
+        command += ["--kernel-name", f"kne={name}"]
+    return command
+
+
 def check_memory(
     problem: Problem,
     solution: Solution,
@@ -153,41 +188,75 @@ def check_memory(
     device_lock: str = "",
     language: str | None = None,
     prebuilt: str | None = None,
+    kernel_names: list[str] | None = None,
+    device: dict[str, Any] | None = None,
+    cancel: threading.Event | None = None,
 ) -> MemoryCheck:
-    """Run one forward of the candidate under the backend's memory checker."""
-    scratch.mkdir(parents=True, exist_ok=True)
+    """Run one forward of the candidate under the backend's memory checker.
+
+    ``kernel_names``: on cuda, the device names of the candidate's own kernels, the only ones
+    instrumented (None: every kernel). ``device``: the device's identity (the worker's
+    ``device`` record), which keys the cached answer (None: no cache). ``cancel``: set it to
+    stop the check (its worker is killed; the check is then incomplete).
+    """
     started = time.monotonic()
+    tool = find_compute_sanitizer() if opts.backend == "cuda" else find_asan_runtime()
+    key = None
+    if tool is not None and device is not None and opts.use_memory_check_cache:
+        key = CheckKey(
+            problem, solution, opts.backend, device, opts.precision, opts.atol, opts.rtol, tool
+        )
+        answer = cached_answer(key)
+        if answer is not None:
+            fields = {k: answer[k] for k in _ANSWER_FIELDS if k in answer}
+            return MemoryCheck(**fields, ran=True, cached=True)
+    check = _run_check(
+        problem,
+        solution,
+        opts,
+        seed,
+        scratch,
+        env,
+        device_lock,
+        language,
+        prebuilt,
+        kernel_names,
+        cancel,
+    )
+    check.seconds = round(time.monotonic() - started, 3)
+    if key is not None and check.ran and check.incomplete is None:
+        keep_answer(key, {k: getattr(check, k) for k in _ANSWER_FIELDS})
+    return check
+
+
+def _run_check(
+    problem: Problem,
+    solution: Solution,
+    opts: EvalOptions,
+    seed: int,
+    scratch: Path,
+    env: dict[str, str],
+    device_lock: str,
+    language: str | None,
+    prebuilt: str | None,
+    kernel_names: list[str] | None,
+    cancel: threading.Event | None,
+) -> MemoryCheck:
+    scratch.mkdir(parents=True, exist_ok=True)
     if opts.backend == "cuda":
         tool = find_compute_sanitizer()
-        check = MemoryCheck(tool="compute-sanitizer memcheck")
+        scope = f"own kernels ({len(kernel_names)} names)" if kernel_names else EVERY_KERNEL
+        check = MemoryCheck(tool="compute-sanitizer memcheck", scope=scope)
         if tool is None:
             check.incomplete = "compute-sanitizer not found"
             return check
         log = scratch / "memcheck.log"
-        prefix = [
-            tool,
-            "--tool",
-            "memcheck",
-            "--leak-check",
-            "no",
-            "--report-api-errors",
-            "no",
-            "--print-limit",
-            "20",
-            # guard bytes after every allocation: the driver packs small cudaMallocs next to
-            # each other, so a read just past one tensor would land in the next one unseen
-            "--padding",
-            str(MEMCHECK_PADDING_BYTES),
-            "--target-processes",
-            "all",
-            "--log-file",
-            str(log),
-        ]
+        prefix = sanitizer_command(tool, log, kernel_names)
         extra = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "CUBLAS_WORKSPACE_CONFIG": ":4096:8"}
         sanitizer = ""
     else:
         runtime = find_asan_runtime()
-        check = MemoryCheck(tool="AddressSanitizer")
+        check = MemoryCheck(tool="AddressSanitizer", scope=CANDIDATE_CODE)
         if runtime is None:
             check.incomplete = "the compiler's AddressSanitizer runtime (libasan) not found"
             return check
@@ -198,7 +267,9 @@ def check_memory(
         options = f"detect_leaks=0:halt_on_error=1:malloc_limit_mb={ASAN_HEAP_MB}"
         extra = {"ASAN_OPTIONS": f"{options}:log_path={log}"}
         sanitizer = "address"
+        began = time.monotonic()
         prebuilt, failure = _sanitized_builds(solution, opts, prebuilt)
+        check.phases_s["asan_build"] = round(time.monotonic() - began, 3)
         if failure:
             check.incomplete = f"the AddressSanitizer build failed: {failure}"
             return check
@@ -214,6 +285,7 @@ def check_memory(
         uses_triton="triton" in (language or ""),
         sanitizer=sanitizer,
     )
+    began = time.monotonic()
     outcome = run_worker(
         request,
         timeout_s=opts.memory_check_timeout_s,
@@ -224,23 +296,36 @@ def check_memory(
         sandboxed=opts.sandbox,
         allow_unsandboxed=opts.allow_unsandboxed,
         address_space_limit=opts.backend == "cuda",
+        cancel=cancel,
     )
-    check.seconds = round(time.monotonic() - started, 3)
-    report = _read_reports(log, opts.backend)
+    report = read_reports(log, opts.backend)
     if opts.backend == "cuda":
         check.errors, check.findings = parse_memcheck(report)
     else:
         check.errors, check.findings = parse_asan(report)
     check.ran = True
     _absorb(check, outcome)
+    # the worker's start (under the checker: imports, the CUDA context) is what its own
+    # phases do not cover
+    ran = round(time.monotonic() - began, 3)
+    check.phases_s["start"] = round(max(0.0, ran - sum(_outcome_phases(outcome).values())), 3)
     return check
+
+
+def _outcome_phases(outcome: WorkerOutcome) -> dict[str, float]:
+    record = outcome.record_of(MemoryCheckRecord)
+    return dict(record.phases_s) if record is not None else {}
 
 
 def _absorb(check: MemoryCheck, outcome: WorkerOutcome) -> None:
     """The worker's answer (or how it ended) into ``check``."""
+    record = outcome.record_of(MemoryCheckRecord)
+    check.phases_s.update(_outcome_phases(outcome))
     if check.errors:
         return  # the checker's report is the answer, however the worker ended
-    record = outcome.record_of(MemoryCheckRecord)
+    if outcome.cancelled:
+        check.incomplete = "stopped: the verdict no longer needed it"
+        return
     if record is None:
         reason = outcome.death_reason()
         if outcome.timed_out:
@@ -281,62 +366,3 @@ def _sanitized_builds(
             continue
         build_extension(spec, timeout_s=opts.build_timeout_s)
     return prebuilt, ""
-
-
-def _read_reports(log: Path, backend: str) -> str:
-    """The checker's report: memcheck's log file, or every ``asan.<pid>`` file ASan wrote."""
-    if backend == "cuda":
-        return log.read_text(errors="replace") if log.exists() else ""
-    parts = sorted(log.parent.glob(f"{log.name}.*"))
-    return "\n".join(p.read_text(errors="replace") for p in parts)
-
-
-def parse_memcheck(text: str) -> tuple[int, list[str]]:
-    """(errors, findings) from compute-sanitizer's memcheck log."""
-    findings: list[str] = []
-    current: list[str] = []
-    for line in text.splitlines():
-        match = _SANITIZER_RECORD.match(line)
-        if match:
-            head = match.group(1).strip()
-            if current:
-                findings.append(_one_line(current))
-            current = [] if head.startswith(_SANITIZER_NOISE) or not head else [head]
-            continue
-        detail = line.lstrip("= ").strip()
-        if current and detail.startswith(("at ", "Address ", "and is ")):
-            current.append(detail)
-    if current:
-        findings.append(_one_line(current))
-    summary = _SANITIZER_SUMMARY.search(text)
-    errors = int(summary.group(1).replace(",", "")) if summary else len(findings)
-    unique = list(dict.fromkeys(findings))
-    return errors, unique[:MAX_FINDINGS]
-
-
-def parse_asan(text: str) -> tuple[int, list[str]]:
-    """(errors, findings) from AddressSanitizer's report files."""
-    findings: list[str] = []
-    errors = 0
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        if "ERROR: AddressSanitizer:" not in line:
-            continue
-        errors += 1
-        kind = line.split("ERROR: AddressSanitizer:", 1)[1].split(" on ", 1)[0].strip()
-        parts = [kind]
-        for follow in lines[i + 1 : i + 12]:
-            text_line = follow.strip()
-            if text_line.startswith(("READ of size", "WRITE of size")):
-                parts.append(text_line.split(" at ", 1)[0])
-            elif text_line.startswith("#0 ") and " in " in text_line:
-                parts.append("in " + text_line.split(" in ", 1)[1])
-            elif "is located" in text_line:
-                parts.append(text_line.split(" is ", 1)[1])
-        findings.append(_one_line(parts))
-    return errors, list(dict.fromkeys(findings))[:MAX_FINDINGS]
-
-
-def _one_line(parts: list[str]) -> str:
-    text = _PATH.sub(lambda m: m.group(1), " ".join(" ".join(parts).split()))
-    return text[:300]

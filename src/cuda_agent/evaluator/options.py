@@ -42,6 +42,7 @@ class EvalOptions(EvalSettings):
     device_budget: str = "auto"
     memory_check: bool = True  # a correct candidate runs once more under a memory checker
     memory_check_timeout_s: float = 240.0
+    use_memory_check_cache: bool = True  # a repeated solution reuses its check's answer
 
     def validate(self) -> EvalOptions:
         """The checked options: a new value with what follows from the others set (timing only

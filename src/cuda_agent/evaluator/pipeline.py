@@ -1,8 +1,10 @@
 """The evaluation pipeline: static -> build -> verify + time (worker) -> memory check ->
 baselines -> reward.
 
-A correct candidate runs once more under a memory checker (``memory_check.py``); with
-``shapes``, it is also verified at other sizes (``shapes.py``).
+A correct candidate runs once more under a memory checker (``memory_check.py``) and gets its
+torch.compile baseline; both start as soon as its worker says verification passed and run
+beside its timing (``follow_ups.py``). With ``shapes``, it is also verified at other sizes
+(``shapes.py``).
 
 ``evaluate(problem, solution, options)`` always returns an ``EvalResult``; a candidate's failure
 at any stage is a verdict (``error.stage`` says where), never an exception. Builds run in this
@@ -18,7 +20,6 @@ import secrets
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +30,15 @@ from cuda_agent.evaluator import problem_lint
 from cuda_agent.evaluator.builder.builder import BuildResult, build_extension
 from cuda_agent.evaluator.builder.inline import inline_spec, workdir_spec
 from cuda_agent.evaluator.builder.spec import ExtensionSpec, FlagError
-from cuda_agent.evaluator.compile_baseline import compile_baseline
+from cuda_agent.evaluator.compile_baseline import CompileBaseline
 from cuda_agent.evaluator.device_budget import BudgetRule
+from cuda_agent.evaluator.follow_ups import FollowUps, prebuilt_module
 from cuda_agent.evaluator.memory_cap import FLAG as MEMORY_CAP_FLAG
 from cuda_agent.evaluator.memory_cap import cap_exceeded, cap_message, worker_memory_cap_bytes
-from cuda_agent.evaluator.memory_check import NOTE_INCOMPLETE, check_memory
+from cuda_agent.evaluator.memory_check import NOTE_INCOMPLETE, MemoryCheck
 from cuda_agent.evaluator.ncu_profile import ncu_metrics
 from cuda_agent.evaluator.options import EvalOptions
+from cuda_agent.evaluator.prepared import Prepared
 from cuda_agent.evaluator.requests import worker_request
 from cuda_agent.evaluator.reward import compute_reward
 from cuda_agent.evaluator.shapes import verify_shapes
@@ -50,24 +53,6 @@ from cuda_agent.workspace.template_files import harness_binding_files
 
 Progress = Callable[[str, str], None]
 CATCHING = (ast.Try, getattr(ast, "TryStar", ast.Try), ast.With, ast.AsyncWith)
-
-
-@dataclass
-class Prepared:
-    """An evaluation after its CPU stages (static check, build), ready for a device.
-
-    ``error`` is set when the candidate already failed; ``execute`` then only finishes the
-    verdict. Pools run ``prepare`` on CPU workers and ``execute`` on device workers.
-    """
-
-    problem: Problem
-    solution: Solution
-    opts: EvalOptions
-    seed: int
-    result: EvalResult
-    builds: list[BuildResult] = field(default_factory=list)
-    error: StageError | None = None
-    known_build_failures: dict[str, str] = field(default_factory=dict)
 
 
 def evaluate(
@@ -154,27 +139,28 @@ def execute(
     stage_times: dict[str, float] = result.details["timings_s"]
     scratch = ensure_dir(scratch_dir()) / f"eval-{secrets.token_hex(6)}"
     env = worker_env(env_extra)
+    follow = FollowUps(prepared, scratch, env, env_extra, device_lock, notify)
     try:
         started = time.monotonic()
-        outcome = _run_candidate(prepared, scratch, notify, env, device_lock)
+        outcome = _run_candidate(prepared, scratch, notify, env, device_lock, follow)
         record = outcome.record_of(EvaluationRecord)
         if opts.profile and opts.backend == "cuda" and record is not None and record.correct:
             _add_ncu_metrics(prepared, result, scratch, notify, device_lock)
         stage_times["worker"] = round(time.monotonic() - started, 3)
         error = _name_memory_cap(result, outcome, _absorb_worker(result, outcome, record), opts)
         problem_lint.attach(result, prepared.problem, opts, record)
-        if error is None and opts.memory_check and result.correct:
-            started = time.monotonic()
-            notify("memory", "memory check")
-            error = _memory_verdict(prepared, result, scratch / "memory", env, device_lock)
-            stage_times["memory"] = round(time.monotonic() - started, 3)
-        if error is None and "compile" in opts.baselines and result.correct:
-            started = time.monotonic()
-            notify("baseline", "torch.compile baseline")
-            _add_compile_baseline(
-                result, prepared.problem, opts, scratch / "baseline", env_extra, device_lock
-            )
-            stage_times["baseline"] = round(time.monotonic() - started, 3)
+        if error is None and result.correct and record is not None:
+            # started when the worker said verification passed; here if it never said so
+            follow.start(record.device, record.kernel_symbols)
+            check = follow.memory()
+            if check is not None:
+                error = _memory_verdict(result, check)
+            baseline = follow.baseline()
+            if error is None and baseline is not None:
+                _add_compile_baseline(result, baseline, opts)
+            stage_times.update(follow.seconds)
+        else:
+            follow.cancel()
         if error is None and opts.shapes and result.correct:
             started = time.monotonic()
             verify_shapes(
@@ -191,6 +177,7 @@ def execute(
             stage_times["shapes"] = round(time.monotonic() - started, 3)
         return _finish(result, opts, error)
     finally:
+        follow.close()
         shutil.rmtree(scratch, ignore_errors=True)
 
 
@@ -255,22 +242,9 @@ def _may_catch(solution: Solution) -> bool:
     return False
 
 
-def _memory_verdict(
-    prepared: Prepared, result: EvalResult, scratch: Path, env: dict[str, str], device_lock: str
-) -> StageError | None:
+def _memory_verdict(result: EvalResult, check: MemoryCheck) -> StageError | None:
     """The memory check's finding as a failing verdict (stage ``memory``), or None; a check
     that gave no answer is a note."""
-    check = check_memory(
-        prepared.problem,
-        prepared.solution,
-        prepared.opts,
-        prepared.seed,
-        scratch,
-        env,
-        device_lock,
-        result.language,
-        _prebuilt_module(prepared.solution, prepared.builds),
-    )
     result.details["memory_check"] = check.to_dict()
     if check.incomplete is not None:
         notes = result.details.setdefault("notes", [])
@@ -286,13 +260,6 @@ def _memory_verdict(
     return StageError("memory", check.message())
 
 
-def _prebuilt_module(solution: Solution, builds: list[BuildResult]) -> str | None:
-    """The workdir's extension, built before the worker (single files build in it)."""
-    if solution.kind is SolutionKind.WORKDIR and builds and builds[0].module_path:
-        return str(builds[0].module_path)
-    return None
-
-
 def _candidate_request(prepared: Prepared, device_lock: str) -> WorkerRequest:
     """The ``evaluate`` request of a prepared evaluation (its worker sets the solution's
     folder: the files go to the worker's own)."""
@@ -305,7 +272,7 @@ def _candidate_request(prepared: Prepared, device_lock: str) -> WorkerRequest:
         solution_kind=solution.kind.value,
         solution_root="",
         solution_entry=solution.entry_file,
-        prebuilt_module=_prebuilt_module(solution, prepared.builds),
+        prebuilt_module=prebuilt_module(solution, prepared.builds),
         known_build_failures=dict(prepared.known_build_failures),
         problem_lint=problem_lint.lint_wanted(prepared.problem, opts),
         lock_path=device_lock,
@@ -314,13 +281,21 @@ def _candidate_request(prepared: Prepared, device_lock: str) -> WorkerRequest:
 
 
 def _run_candidate(
-    prepared: Prepared, scratch: Path, notify: Progress, env: dict[str, str], device_lock: str
+    prepared: Prepared,
+    scratch: Path,
+    notify: Progress,
+    env: dict[str, str],
+    device_lock: str,
+    follow: FollowUps,
 ) -> WorkerOutcome:
     opts = prepared.opts
     request = _candidate_request(prepared, device_lock)
     labels = {"load": "loading", "verify": "verifying", "time": "timing", "profile": "profiling"}
 
     def on_event(event: dict[str, Any]) -> None:
+        if event.get("type") != "stage":
+            follow.on_worker_event(event)
+            return
         stage = str(event.get("stage", ""))
         notify(stage, labels.get(stage, stage))
 
@@ -432,16 +407,7 @@ def _over_budget_message(outcome: WorkerOutcome, stage: str) -> str:
     )
 
 
-def _add_compile_baseline(
-    result: EvalResult,
-    problem: Problem,
-    opts: EvalOptions,
-    scratch: Path,
-    env_extra: dict[str, str] | None,
-    device_lock: str = "",
-) -> None:
-    device = (result.record.device if result.record is not None else None) or {}
-    baseline = compile_baseline(problem, device, opts, scratch, env_extra, device_lock)
+def _add_compile_baseline(result: EvalResult, baseline: CompileBaseline, opts: EvalOptions) -> None:
     result.details["compile_baseline"] = {
         "cached": baseline.cached,
         "ratio": baseline.ratio,

@@ -23,6 +23,7 @@ import select
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -64,6 +65,7 @@ class WorkerOutcome:
     reference_call_s: float | None = None
     device_budget_s: float | None = None
     over_budget: bool = False
+    cancelled: bool = False  # the caller's ``cancel`` was set: the worker was killed
 
     def record_of(self, kind: type[R]) -> R | None:
         """The record, typed as the request's mode's ``kind`` (None if the worker gave none)."""
@@ -99,13 +101,15 @@ def run_worker(
     allow_unsandboxed: bool = False,
     budget: Budget | None = None,
     address_space_limit: bool = True,
+    cancel: threading.Event | None = None,
 ) -> WorkerOutcome:
     """Send ``request`` to a fresh worker (a spare one if given) and collect its record.
 
     ``files`` (relative path -> text) are written to the worker's own folder first and become
     the request's ``solution_root``: the only place a sandboxed worker can write.
     ``budget(reference_call_s)``: the device budget in seconds (None: none), asked when the
-    worker reports ``verify`` (see the module docstring).
+    worker reports ``verify`` (see the module docstring). ``cancel``: once set, the worker is
+    killed within a second and the outcome says ``cancelled``.
     """
     env = env or worker_env()
     if spares is not None and not prefix:
@@ -147,10 +151,10 @@ def run_worker(
             proc.stdin.write((request.to_json() + "\n").encode("utf-8"))
             proc.stdin.close()
         deadline = Deadline(start + timeout_s, budget)
-        _read_records(handle.read_fd, request, start, deadline, outcome, on_event)
+        _read_records(handle.read_fd, request, start, deadline, outcome, on_event, cancel)
     finally:
         os.close(handle.read_fd)
-        if outcome.timed_out:
+        if outcome.timed_out or outcome.cancelled:
             kill_group(proc)
         # a worker that closed its pipe is exiting: let it, so its signal can be reported
         grace = (
@@ -223,9 +227,13 @@ def _read_records(
     deadline: Deadline,
     outcome: WorkerOutcome,
     on_event: Callable[[dict[str, Any]], None] | None,
+    cancel: threading.Event | None = None,
 ) -> None:
     buffer = b""
     while True:
+        if cancel is not None and cancel.is_set():
+            outcome.cancelled = True
+            return
         remaining = deadline.at - time.monotonic()
         if remaining <= 0:
             outcome.timed_out = True

@@ -15,7 +15,9 @@ into ``empty``) then gives a wrong output here, whatever a fresh ``cudaMalloc`` 
 hold in the verified run; the output is compared with the reference's on the same inputs.
 
 No timing and no integrity checks happen here: the verdict's other parts come from the
-``evaluate`` process, which ran first.
+``evaluate`` process, which ran first. The process starts (imports, the CUDA context) before it
+takes the device's shared turn, and holds that turn from the reference's build to the end;
+``phases_s`` gives the seconds of each part, the wait for the turn included.
 """
 
 from __future__ import annotations
@@ -39,33 +41,43 @@ from cuda_agent.evaluator.worker.policies import rules
 from cuda_agent.evaluator.worker.precision import apply_precision
 from cuda_agent.evaluator.worker.protocol import ResultChannel, WorkerRequest
 from cuda_agent.evaluator.worker.reference import ProblemFailure, build_reference
+from cuda_agent.evaluator.worker.session import Phases
 from cuda_agent.evaluator.worker.tensors import clone_nested, derive_seed
 
 
 def run(req: WorkerRequest, channel: ResultChannel) -> MemoryCheckRecord:
     record = MemoryCheckRecord()
+    phases = Phases()
     try:
-        with device_turn.holding(req.lock_path):  # shared throughout: it measures no time
-            _check(req, channel, record)
+        with device_turn.holding(req.lock_path) as turn:  # shared: it measures no time
+            if turn.held:
+                phases.mark("wait_shared")
+            _check(req, channel, record, phases)
     except (ProblemFailure, CandidateFailure) as err:
         record.fail(getattr(err, "stage", "problem"), str(err))
+    record.phases_s = phases.seconds
     return record
 
 
-def _check(req: WorkerRequest, channel: ResultChannel, record: MemoryCheckRecord) -> None:
+def _check(
+    req: WorkerRequest, channel: ResultChannel, record: MemoryCheckRecord, phases: Phases
+) -> None:
     torch.set_grad_enabled(False)
     apply_precision(req.settings.precision)
     device = make_device(req.settings.backend, req.settings.cpu_threads)
     channel.send("stage", stage="load")
     seed = derive_seed(req.seed, "memory_check")
     ref = build_reference(req.problem_source, seed, device, 1, 0)
-    device_turn.current().alone_if_large(device.synchronize)
+    phases.mark("reference_and_inputs")
+    if device_turn.current().alone_if_large(device.synchronize):
+        phases.mark("wait_exclusive")
     root = Path(req.solution_root)
     shim = request_shim(req)
     shim.install()
     _fill_uninitialised_memory()
     cand = built_candidate(req, ref, device, shim, rules(req.settings.policy).strict_weights)
     files = tuple(str(p) for p in root.rglob("*.py"))
+    phases.mark("import_candidate")
     channel.send("stage", stage="memory")
     inputs = ref.verify_sets[0]
     try:
@@ -74,8 +86,10 @@ def _check(req: WorkerRequest, channel: ResultChannel, record: MemoryCheckRecord
     except Exception as err:
         record.fail("memory", f"ModelNew.forward raised {describe_exception(err, files)}")
         return
+    phases.mark("checked_forward")
     expected = ref.model(*clone_nested(inputs))
     device.synchronize()
+    phases.mark("reference_forward")
     verdict = compare(expected, out, req.atol, req.rtol)
     record.ok, record.output_ok, record.output_message = True, verdict.ok, verdict.message
 

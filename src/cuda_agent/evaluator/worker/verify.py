@@ -37,6 +37,7 @@ from cuda_agent.evaluator.worker.census import (
 )
 from cuda_agent.evaluator.worker.compare import compare
 from cuda_agent.evaluator.worker.guards import OpRecorder, forbidden_ops
+from cuda_agent.evaluator.worker.kernel_symbols import device_kernel_names
 from cuda_agent.evaluator.worker.kernels import (
     candidate_kernel_names,
     profile_call,
@@ -300,10 +301,14 @@ def check_canary(s: EvaluationSession) -> None:
 def kernel_check(s: EvaluationSession) -> None:
     """Record the GPU kernels of one candidate call; own kernels must take at least the
     policy's ``min_custom_kernel_coverage`` of the device time. Own kernels: those of the
-    candidate's modules (nm) and the Triton kernels it launched."""
+    candidate's modules (nm) and the Triton kernels it launched. Their device names are kept
+    for the memory check (``result.kernel_symbols``)."""
     ref, shim, result = s.ref, s.shim, s.result
     activities = profile_call(functools.partial(call, s.cand, clone_nested(ref.verify_sets[0])))
-    names = candidate_kernel_names(shim.module_paths, triton_launches.kernel_names(shim.triton))
+    launched = triton_launches.kernel_names(shim.triton)
+    symbols = device_kernel_names(shim.module_paths)
+    result.kernel_symbols = None if symbols is None else sorted(set(symbols) | launched)
+    names = candidate_kernel_names(shim.module_paths, launched)
     summary = summarise_kernels(activities, names)
     result.kernels = summary.as_dict()
     if names is None:
