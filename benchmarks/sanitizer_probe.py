@@ -143,9 +143,9 @@ def run(name: str, tool: str, seconds: float) -> dict[str, Any]:
         "timed_out": rc is None,
         "errors": int(summary.group(1).replace(",", "")) if summary else None,
         "steps_s": steps,
-        "first_finding": next(
-            (ln.strip("= ") for ln in text.splitlines() if "Invalid" in ln), ""
-        )[:160],
+        "first_finding": next((ln.strip("= ") for ln in text.splitlines() if "Invalid" in ln), "")[
+            :160
+        ],
     }
 
 

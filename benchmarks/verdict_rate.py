@@ -10,10 +10,11 @@ utilisation samples in ``UTIL_FILE``, one percentage per line, as ``nvidia-smi
 of the wall the device was held alone to measure, and the seconds per verdict of each phase: the
 pipeline's stages (``timings_s``: static, build, worker, memory, baseline) and the workers' own
 phases (``worker_phases_s``: reference and inputs, import, verify, kernel record, time, stream
-check, and the waits for the device's turns), summed over the jobs
-(``cluster/ledger.utilization``). Then, for the first two runs, whether they gave the same
-verdict on every solution both judged. Prints a table and, last, one JSON line. Reads files;
-runs nothing.
+check, and the waits for the device's turns) and the memory checks' phases (``memory.*``: the
+checked worker's start, reference, import, forward), summed over the jobs
+(``cluster/ledger.utilization``). Then, for each pair of runs in the order given (first and
+second, third and fourth...), whether they gave the same verdict on every solution both judged.
+Prints a table and, last, one JSON line. Reads files; runs nothing.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ def summary(spec: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     per_verdict = {
         **{k: round(v / count, 2) for k, v in figures["phases_s"].items()},
         **{f"worker.{k}": round(v / count, 2) for k, v in figures["worker_phases_s"].items()},
+        **{f"memory.{k}": round(v / count, 2) for k, v in figures["memory_check_phases_s"].items()},
     }
     return {
         "run": Path(folder).name,
@@ -69,6 +71,7 @@ def summary(spec: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         "per_hour": round(3600 * len(found) / wall) if wall else None,
         "gpu_busy": busy(rest[0] if rest else ""),
         "exclusive_fraction": figures["exclusive_fraction"],
+        "memory_checks": figures["memory_checks"],
         "seconds_per_verdict": per_verdict,
     }, found
 
@@ -90,18 +93,32 @@ def main(argv: list[str]) -> int:
         )
     for row, _ in rows:
         parts = ", ".join(f"{k} {v}" for k, v in row["seconds_per_verdict"].items())
+        print(f"  {row['run']}: memory checks {row['memory_checks']}")
         print(f"  {row['run']}: seconds per verdict: {parts}")
     out: dict[str, Any] = {"runs": [row for row, _ in rows]}
-    if len(rows) >= 2:
-        a, b = rows[0][1], rows[1][1]
+    comparisons = []
+    for (first, a), (other, b) in zip(rows[::2], rows[1::2], strict=False):
         both = sorted(set(a) & set(b))
         differ = [i for i in both if verdict(a[i]) != verdict(b[i])]
-        print(f"same verdict on {len(both) - len(differ)} of {len(both)} judged by both")
+        print(
+            f"{first['run']} / {other['run']}: same verdict on {len(both) - len(differ)} of "
+            f"{len(both)} judged by both"
+        )
         for ident in differ:
             print(f"  {ident}: {verdict(a[ident])} / {verdict(b[ident])}")
-        out["same_verdicts"] = len(both) - len(differ)
-        out["judged_by_both"] = len(both)
-        out["differ"] = differ
+        comparisons.append(
+            {
+                "runs": [first["run"], other["run"]],
+                "same": len(both) - len(differ),
+                "both": len(both),
+                "differ": differ,
+            }
+        )
+    if comparisons:  # the first pair, as before
+        out["same_verdicts"] = comparisons[0]["same"]
+        out["judged_by_both"] = comparisons[0]["both"]
+        out["differ"] = comparisons[0]["differ"]
+        out["comparisons"] = comparisons
     print(json.dumps(out))
     return 0
 

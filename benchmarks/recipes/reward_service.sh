@@ -10,7 +10,9 @@
 #                                                          `bench run` directly and through
 #                                                          `serve --http` (carry .corpus .whl)
 #   bash benchmarks/recipes/reward_service.sh corpus       on nvidia-h200: the first SVC_N (60)
-#                                                          technoabsurdist solutions split among
+#                                                          solutions of SVC_SET (default the
+#                                                          technoabsurdist set; SVC_INTERLEAVE=1:
+#                                                          its levels in turn) split among
 #                                                          SVC_CLIENTS (3) `bench run --service`
 #                                                          clients of one `serve --http
 #                                                          --jobs-per-gpu 3`, SIGKILLed
@@ -63,10 +65,13 @@ throughput)
     "$(sed -n '/^run /,$p' "$OUT/pair.txt" | sed -n 2,3p | joined)"
   ;;
 corpus)
-  need .corpus/technoabsurdist "the technoabsurdist set, prepared as docs/compat.md says"
+  set_dir=${SVC_SET:-.corpus/technoabsurdist}
+  need "$set_dir" "the prepared set, as docs/compat.md says"
   wheels_install
   clients=${SVC_CLIENTS:-3}
-  python3 benchmarks/corpus_subset.py .corpus/technoabsurdist "${SVC_N:-60}" /tmp/svc-set \
+  order=()
+  [ "${SVC_INTERLEAVE:-0}" = 1 ] && order=(--interleave)
+  python3 benchmarks/corpus_subset.py "$set_dir" "${SVC_N:-60}" /tmp/svc-set "${order[@]}" \
     >/dev/null
   rm -rf /tmp/svc-client-* /tmp/svc-out-* /tmp/svc.db* /tmp/ca-svc
   i=0

@@ -47,3 +47,23 @@ def test_without_a_ledger_only_the_results_speak() -> None:
     figures = utilization(None, ["cpu0"], 0.0, [])
     assert "device_held_fraction" not in figures and figures["device_work_fraction"] == 0.0
     assert describe(figures).startswith("device work 0% of 0 s")
+
+
+def test_memory_checks_are_counted_and_their_phases_summed() -> None:
+    """A run's memory checks: how many ran, how many were answered from the cache, how many
+    instrumented only the candidate's kernels, and their own phases summed (a cached answer
+    has none)."""
+    checked = {
+        "scope": "own kernels (3 names)",
+        "cached": False,
+        "phases_s": {"start": 4.0, "checked_forward": 0.5},
+    }
+    results = [
+        {"details": {"memory_check": checked}},
+        {"details": {"memory_check": {**checked, "scope": "every kernel"}}},
+        {"details": {"memory_check": {**checked, "cached": True, "phases_s": {}}}},
+        {"details": {"timings_s": {"static": 0.1}}},  # no check: a failed candidate
+    ]
+    figures = utilization(None, ["0"], 10.0, results)
+    assert figures["memory_checks"] == {"ran": 2, "cached": 1, "own_kernels": 2}
+    assert figures["memory_check_phases_s"] == {"checked_forward": 1.0, "start": 8.0}

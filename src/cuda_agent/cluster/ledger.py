@@ -19,6 +19,10 @@ figures ``bench run`` prints and writes to ``run.json``:
   inputs, import, verify, kernel record, time, stream check, profile), with the seconds they
   waited for the device's shared and exclusive turns (``wait_shared``, ``wait_exclusive``,
   ``worker/device_turn.py``; not counted as device work);
+* ``memory_check_phases_s``: the memory checks' own phases summed over the jobs (the checked
+  worker's start under the checker, the reference, the import, the checked forward; a cached
+  answer adds nothing), and ``memory_checks``: how many ran, were answered from the cache, and
+  instrumented only the candidate's kernels;
 * ``exclusive_s`` / ``exclusive_fraction``: the seconds jobs held their device alone to
   measure (kernel record, time, stream check, profile), the part of a verdict no other job can
   overlap: the bound on verdicts per device-hour.
@@ -83,9 +87,18 @@ def utilization(
     """The figures of the module docstring for a run of ``wall_s`` seconds on ``devices``."""
     phases: dict[str, float] = defaultdict(float)
     worker_phases: dict[str, float] = defaultdict(float)
+    memory_phases: dict[str, float] = defaultdict(float)
+    checks = {"ran": 0, "cached": 0, "own_kernels": 0}
     starts = 0.0
     for result in results:
         details = result.get("details") or {}
+        memory = details.get("memory_check") or {}
+        if memory:
+            checks["cached" if memory.get("cached") else "ran"] += 1
+            checks["own_kernels"] += str(memory.get("scope", "")).startswith("own kernels")
+        for phase, seconds in (memory.get("phases_s") or {}).items():
+            if isinstance(seconds, (int, float)):
+                memory_phases[phase] += float(seconds)
         for stage, seconds in (details.get("timings_s") or {}).items():
             if isinstance(seconds, (int, float)):
                 phases[stage] += float(seconds)
@@ -108,6 +121,8 @@ def utilization(
         "phases_s": {k: round(v, 3) for k, v in sorted(phases.items())},
         "worker_phases_s": {k: round(v, 3) for k, v in sorted(worker_phases.items())},
         "worker_start_s": round(starts, 3),
+        "memory_check_phases_s": {k: round(v, 3) for k, v in sorted(memory_phases.items())},
+        "memory_checks": checks,
     }
     if ledger is not None:
         waits, holds = ledger.snapshot()

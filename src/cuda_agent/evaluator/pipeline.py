@@ -18,6 +18,7 @@ import ast
 import functools
 import secrets
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -135,7 +136,7 @@ def execute(
     if prepared.error is not None:
         problem_lint.attach(result, prepared.problem, opts, None)  # a cached lint, if any
         return _finish(result, opts, prepared.error)
-    notify = progress or _silent
+    notify = _one_at_a_time(progress or _silent)  # the follow-ups report from their threads
     stage_times: dict[str, float] = result.details["timings_s"]
     scratch = ensure_dir(scratch_dir()) / f"eval-{secrets.token_hex(6)}"
     env = worker_env(env_extra)
@@ -183,6 +184,17 @@ def execute(
 
 def _silent(stage: str, text: str) -> None:
     pass
+
+
+def _one_at_a_time(progress: Progress) -> Progress:
+    """``progress`` called by one thread at a time (its lines are never interleaved)."""
+    lock = threading.Lock()
+
+    def report(stage: str, text: str) -> None:
+        with lock:
+            progress(stage, text)
+
+    return report
 
 
 def _prebuild(
