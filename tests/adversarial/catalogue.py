@@ -43,6 +43,7 @@ class Fixture:
     notes: tuple[str, ...] = ()
     message_has: str = ""
     needs_triton: bool = False  # a Triton fixture (the interpreter on the cpu backend)
+    stage: str = ""  # the stage a rejection must name ("": any)
 
     @property
     def file(self) -> str:
@@ -255,6 +256,55 @@ CATALOGUE: list[Fixture] = [
         **CHECKED,
     ),
     S("m0_honest_relu", "M", "an honest kernel passes the memory check", **CHECKED),
+    R(
+        "m4_read_before_start",
+        "M",
+        ("memory_error:access",),
+        "the memory check (AddressSanitizer here): a read before the start of the input",
+        stage="memory",
+        **CHECKED,
+    ),
+    R(
+        "m5_write_between_outputs",
+        "M",
+        ("memory_error:access",),
+        "the memory check: a write past the end of a buffer the candidate allocated, which "
+        "the guarded trial does not guard",
+        stage="memory",
+        **CHECKED,
+    ),
+    R(
+        "m6_read_past_end_discarded",
+        "M",
+        ("memory_error:access",),
+        "the memory check: a read whose value never reaches the output (the guarded trial "
+        "cannot see it)",
+        stage="memory",
+        **CHECKED,
+    ),
+    R(
+        "m7_uninitialized_scratch",
+        "M",
+        ("memory_error:uninitialized", "output_mismatch:nan"),
+        "uninitialised allocations filled with NaN in the checked run (a small scratch; a NaN "
+        "already in the recycled bytes fails the verified run)",
+        **CHECKED,
+    ),
+    R(
+        "r1_read_past_end_reaches_output",
+        "M",
+        ("memory_error:access",),
+        "the guarded trial: inputs inside buffers whose edges hold NaN (memory check off)",
+        stage="verify",
+    ),
+    R(
+        "r2_write_into_guard",
+        "M",
+        ("memory_error:access",),
+        "the guarded trial: the NaN edges around each input must stay as they were "
+        "(memory check off)",
+        stage="verify",
+    ),
     R(
         "k1_batchnorm_running_stats",
         "K1",

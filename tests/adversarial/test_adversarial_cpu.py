@@ -153,6 +153,8 @@ def check_verdict(fixture: Fixture, listener: Listener) -> None:
         assert set(fixture.flags) & set(result.flags), (result.flags, result.error)
         assert result.error is not None and result.error.message
         assert fixture.message_has in result.error.message, result.error.message
+        if fixture.stage:
+            assert result.error.stage == fixture.stage, (result.error.stage, result.flags)
     notes = result.shown_details().get("notes", [])
     assert set(fixture.notes) <= set(notes), (notes, result.warnings)
     assert len(listener.accepted) == connections, "a connection left the sandbox"

@@ -204,7 +204,15 @@ def check_memory(
     key = None
     if tool is not None and device is not None and opts.use_memory_check_cache:
         key = CheckKey(
-            problem, solution, opts.backend, device, opts.precision, opts.atol, opts.rtol, tool
+            problem,
+            solution,
+            opts.backend,
+            device,
+            opts.policy,
+            opts.precision,
+            opts.atol,
+            opts.rtol,
+            tool,
         )
         answer = cached_answer(key)
         if answer is not None:

@@ -66,16 +66,18 @@ def parse_asan(text: str) -> tuple[int, list[str]]:
             continue
         errors += 1
         kind = line.split("ERROR: AddressSanitizer:", 1)[1].split(" on ", 1)[0].strip()
-        parts = [kind]
-        for follow in lines[i + 1 : i + 12]:
+        access = frame = located = None
+        for follow in lines[i + 1 :]:  # to the report's end: a torch stack is long
             text_line = follow.strip()
-            if text_line.startswith(("READ of size", "WRITE of size")):
-                parts.append(text_line.split(" at ", 1)[0])
-            elif text_line.startswith("#0 ") and " in " in text_line:
-                parts.append("in " + text_line.split(" in ", 1)[1])
-            elif "is located" in text_line:
-                parts.append(text_line.split(" is ", 1)[1])
-        findings.append(_one_line(parts))
+            if "ERROR: AddressSanitizer:" in text_line or text_line.startswith("SUMMARY: "):
+                break
+            if access is None and text_line.startswith(("READ of size", "WRITE of size")):
+                access = text_line.split(" at ", 1)[0]
+            elif frame is None and text_line.startswith("#0 ") and " in " in text_line:
+                frame = "in " + text_line.split(" in ", 1)[1]
+            elif located is None and " is located " in text_line:
+                located = text_line.split(" is ", 1)[1]
+        findings.append(_one_line([kind, *(p for p in (access, frame, located) if p)]))
     return errors, list(dict.fromkeys(findings))[:MAX_FINDINGS]
 
 

@@ -76,7 +76,7 @@ def _kernel_like_suffixes(token: str, defined: set[str]) -> set[str]:
 def rodata_sections(data: bytes) -> list[bytes] | None:
     """The contents of a 64-bit little-endian ELF file's ``.rodata*`` sections (None when
     ``data`` is not one)."""
-    if not data.startswith(_ELF64) or data[5] != 1:
+    if len(data) < 0x40 or not data.startswith(_ELF64) or data[5] != 1:
         return None
     try:
         shoff = struct.unpack_from("<Q", data, 0x28)[0]
@@ -91,7 +91,10 @@ def rodata_sections(data: bytes) -> list[bytes] | None:
     for header in headers:
         name_at, _kind, _flags, _addr, offset, size = header[:6]
         start = names_offset + name_at
-        name = data[start : data.index(b"\x00", start)]
+        end = data.find(b"\x00", start)
+        if end < 0:
+            return None
+        name = data[start:end]
         if name == b".rodata" or name.startswith(b".rodata."):
             out.append(data[offset : offset + size])
     return out

@@ -1,0 +1,136 @@
+"""``run_worker(..., cancel=event)`` on a real evaluate worker (cpu backend): once another thread
+sets the event, the worker, busy in the candidate's forward, is killed and the outcome says
+``cancelled``; nothing of it is left running.
+
+The candidate holds an exclusive ``flock`` on a file in its own folder from its import on; a
+lock dies with every process holding it, so the lock being free again after the call (and
+held before the event was set) shows that the worker is gone, whatever pid namespace the
+sandbox gave it.
+
+What it does not check: the follow-ups that use the event (``follow_ups.py``, through the
+pipeline's tests).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from cuda_agent.evaluator.requests import worker_request
+from cuda_agent.evaluator.worker_process import WorkerOutcome, run_worker
+from cuda_agent.problems.sets import resolve_problem
+from cuda_agent.solutions.loader import load_solution
+from tests.helpers import fast_options, wait_for
+
+LOCK_NAME = "alive.lock"
+BUSY_CANDIDATE = f'''
+import fcntl
+from pathlib import Path
+
+import torch.nn as nn
+
+_lock = open(Path(__file__).parent / "{LOCK_NAME}", "w")
+fcntl.flock(_lock, fcntl.LOCK_EX)  # held for as long as this process lives
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        while True:  # busy for good: only a kill ends it
+            pass
+'''
+
+
+def lock_is_held(path: Path) -> bool:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def run_busy_worker(
+    tmp_path: Path, cancel: threading.Event, on_stage: threading.Event
+) -> tuple[WorkerOutcome, Path]:
+    """The busy candidate in an evaluate worker; ``on_stage`` is set at its ``verify`` line."""
+    source = tmp_path / "solution" / "solution.py"
+    source.parent.mkdir()
+    source.write_text(BUSY_CANDIDATE)
+    solution = load_solution(source)
+    opts = fast_options()
+    request = worker_request(
+        "evaluate",
+        opts,
+        resolve_problem("relu", "small"),
+        seed=1234,
+        solution_kind=solution.kind.value,
+        solution_entry=solution.entry_file,
+    )
+    scratch = tmp_path / "worker"
+
+    def on_event(event: dict[str, object]) -> None:
+        if event.get("type") == "stage" and event.get("stage") == "verify":
+            on_stage.set()
+
+    outcome = run_worker(
+        request,
+        timeout_s=600.0,
+        scratch=scratch,
+        on_event=on_event,
+        files=solution.files,
+        sandboxed=opts.sandbox,
+        allow_unsandboxed=opts.allow_unsandboxed,
+        cancel=cancel,
+    )
+    return outcome, scratch / "solution" / LOCK_NAME
+
+
+@pytest.mark.slow  # starts a worker
+def test_a_cancelled_worker_is_killed_and_gone(tmp_path: Path) -> None:
+    cancel = threading.Event()
+    verifying = threading.Event()  # the worker's verify line (or the call's end)
+    finished = threading.Event()
+    seen: dict[str, bool] = {}
+    lock = tmp_path / "worker" / "solution" / LOCK_NAME
+
+    def canceller() -> None:
+        """Set the event once the worker is in the candidate's endless forward."""
+        verifying.wait()
+        held = wait_for(lambda: finished.is_set() or (lock.exists() and lock_is_held(lock)))
+        seen["held"] = bool(held) and not finished.is_set()
+        cancel.set()
+
+    thread = threading.Thread(target=canceller, daemon=True)
+    thread.start()
+    try:
+        outcome, lock_path = run_busy_worker(tmp_path, cancel, verifying)
+    finally:
+        finished.set()
+        verifying.set()
+        thread.join()
+
+    assert lock_path == lock
+    assert seen == {"held": True}, "the worker never reached the candidate's forward"
+    assert outcome.cancelled is True
+    assert outcome.record is None and not outcome.timed_out and not outcome.over_budget
+    assert outcome.last_stage == "verify"
+    assert outcome.returncode is not None  # reaped
+    assert "killed" in outcome.death_reason(), outcome.death_reason()
+    assert not lock_is_held(lock), "a process of the worker still holds the candidate's lock"
+
+
+@pytest.mark.slow  # starts a worker
+def test_an_event_set_before_the_call_ends_it_at_once(tmp_path: Path) -> None:
+    cancel = threading.Event()
+    cancel.set()
+    outcome, _ = run_busy_worker(tmp_path, cancel, threading.Event())
+    assert outcome.cancelled is True
+    assert outcome.record is None and not outcome.timed_out
+    assert outcome.last_stage == ""  # no line was read
+    assert outcome.returncode is not None
