@@ -12,9 +12,10 @@ set -u
 recipe_start
 command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer
 wheels_install
-# shellcheck disable=SC2086
+# TESTS_ARGS is read as shell words, quotes kept (`-k "discarded or scratch"` is one -k)
+eval "extra=(${TESTS_ARGS:-})"
 limit "${TESTS_SECONDS:-540}" python3 -m pytest -m gpu tests/gpu -n 4 -v -p no:cacheprovider \
-  -rfEx ${TESTS_ARGS:-} >"$OUT/gpu-tests.log" 2>&1
+  -rfEx "${extra[@]}" >"$OUT/gpu-tests.log" 2>&1
 echo "pytest exit $?"
 grep -E "PASSED|FAILED|ERROR|XFAIL|ncu:" "$OUT/gpu-tests.log" | tail -60
 row "GPU tests:" "$(grep -E "(passed|failed|error)" "$OUT/gpu-tests.log" | tail -1)"

@@ -49,13 +49,15 @@ __global__ void relu_before(const float* x, float* y, long n) {
   if (i < n) { float prev = x[i - 1]; y[i] = prev == 123456.f ? 0.f : (x[i] > 0.f ? x[i] : 0.f); }
 }
 
-// loads x[i + 1] and throws it away: nothing of it reaches the output (an asm volatile load,
-// which the compiler cannot drop; a plain load into an unused volatile local was dropped)
+// loads x[i + 1] and throws it away: nothing of it reaches the output. A PTX volatile load,
+// which neither nvcc nor ptxas may drop: on the H200 a plain load into an unused volatile
+// local, and then an `asm volatile` plain ld.global, were both removed by the compiler (a
+// load that never runs is no access: memcheck saw nothing)
 __global__ void relu_discard(const float* x, float* y, long n) {
   long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
   if (i < n) {
     float next;
-    asm volatile("ld.global.f32 %0, [%1];" : "=f"(next) : "l"(x + i + 1));
+    asm volatile("ld.volatile.global.f32 %0, [%1];" : "=f"(next) : "l"(x + i + 1));
     y[i] = x[i] > 0.f ? x[i] : 0.f;
   }
 }
