@@ -83,7 +83,7 @@ def export(solution: Path, out: Path, name: str, cwd: Path) -> str:
 
 def test_triton_solutions_export_install_and_run_eagerly_and_compiled(tmp_path: Path) -> None:
     single = export(HONEST, tmp_path / "single", "relu_triton", tmp_path)
-    assert "relu_triton: relu, 7 size(s) verified" in single
+    assert "relu_triton (problem relu): 7 size(s) verified" in single
     work = init_workspace(
         resolve_problem("relu", "small"), tmp_path / "w", "cpu", "relu", language="triton"
     )

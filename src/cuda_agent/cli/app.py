@@ -7,13 +7,18 @@ import sys
 
 import typer
 
+try:  # typer vendors click since 0.2x: its parser raises its own copies of click's errors
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover - an older typer on the real click
+    import click.exceptions as click_errors  # type: ignore[no-redef]
+
 from cuda_agent.cli import bench_cmd, models_cmd, problems_cmd, tool_cmd, workspace_cmd
 from cuda_agent.cli.demo_cmd import demo_command
 from cuda_agent.cli.diagnostics import install_diagnostics
 from cuda_agent.cli.eval_cmd import eval_command
 from cuda_agent.cli.examples_cmd import examples_command
 from cuda_agent.cli.export_cmd import export_command
-from cuda_agent.cli.help_text import tidy_commands
+from cuda_agent.cli.help_text import hide_flag_types, tidy_commands
 from cuda_agent.cli.serve_cmd import serve_command
 from cuda_agent.cli.solve_cmd import solve_command
 from cuda_agent.cli.synth_cmd import synth_command
@@ -45,6 +50,7 @@ app.command("synth")(synth_command)
 app.command("train")(train_command)
 app.command("serve")(serve_command)
 tidy_commands(app)
+hide_flag_types()
 
 
 def _version(value: bool) -> None:
@@ -79,7 +85,31 @@ def main() -> None:
     from cuda_agent.evaluator.worker_spawn import kill_workers_on_termination
 
     kill_workers_on_termination()
-    app()
+    sys.exit(run_app())
+
+
+def run_app(args: list[str] | None = None) -> int:
+    """``app`` with click's own error display replaced: an unusable option value, an unknown
+    option or a missing argument is one ``error:`` line on stderr and exit status 2, like every
+    other refusal of the command line (click draws a box of several lines). Returns the exit
+    status."""
+    try:
+        status = app(args=args, standalone_mode=False)
+    except click_errors.NoArgsIsHelpError as err:  # the bare command: its help
+        err.show()
+        return err.exit_code
+    except click_errors.UsageError as err:
+        command = err.ctx.command_path if err.ctx is not None else "cuda-agent"
+        message = " ".join(err.format_message().split())
+        sys.stderr.write(f"error: {message} (see {command} --help)\n")
+        return 2
+    except click_errors.ClickException as err:
+        sys.stderr.write(f"error: {' '.join(err.format_message().split())}\n")
+        return err.exit_code
+    except typer.Abort:
+        sys.stderr.write("aborted\n")
+        return 1
+    return status if isinstance(status, int) else 0
 
 
 if __name__ == "__main__":

@@ -327,9 +327,14 @@ def report_command(
 ) -> None:
     """The paper's metrics for a run (and others side by side), over all problems and over
     the problems with no task-lint flag."""
+    if not run_dir.is_dir():
+        raise CudaAgentError(f"{run_dir}: no such run folder (`bench run --out FOLDER` makes one)")
     records = read_records(run_dir)
     if not records:
-        raise CudaAgentError(f"{run_dir}: no results.jsonl records")
+        raise CudaAgentError(
+            f"{run_dir}: no results in this folder (no results.jsonl records: a run that "
+            "judged nothing yet, or not a `bench run` folder)"
+        )
     metrics = compute_metrics(chosen_attempts(records))
     isolation = isolation_summary(records)
     kernelbench = [

@@ -97,7 +97,9 @@ def report(outcome: ExportOutcome) -> None:
         passed = sum(1 for s in shapes if s["verdict"] == "pass")
         failed = [s["label"] for s in shapes if s["verdict"] == "fail"]
         general = {True: "yes", False: "no", None: "unknown"}[result.get("generalizes")]
-        line = f"{module}: {pid}, {passed} size(s) verified, generalizes: {general}"
+        # the module's name, and the problem's where the two differ (not "relu: relu")
+        name = module if module.rsplit(".", 1)[-1] == pid else f"{module} (problem {pid})"
+        line = f"{name}: {passed} size(s) verified, generalizes: {general}"
         out_console.print(line + (f" (failed: {', '.join(failed)})" if failed else ""))
     for pid, why in outcome.skipped.items():
         err_console.print(f"skipped {pid}: {why}")
