@@ -54,3 +54,17 @@ def test_help_shows_no_type_beside_a_flag() -> None:
         assert done.returncode == 0, done.stderr
         assert "<bool>" not in done.stdout, args
     assert "<int>" in run_cli("eval", "--help").stdout
+
+
+def test_a_suggested_command_is_one_line_when_output_is_not_a_terminal(tmp_path: Path) -> None:
+    """``bench run``'s last line names the report command; rich broke it at 80 columns when
+    stdout was a pipe, so a copied command broke in two."""
+    out = tmp_path / ("a-folder-name-long-enough-to-pass-eighty-columns-" * 2) / "run"
+    solutions = tmp_path / "no-solutions"
+    solutions.mkdir()
+    done = run_cli(
+        "bench", "run", "--problems", "bundled", "--solutions", str(solutions),
+        "--backend", "cpu", "--out", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"report: cuda-agent bench report {out}" in done.stdout.splitlines()[-1]

@@ -35,6 +35,7 @@ from cuda_agent.cli.common import (
     out_console,
     parse_csv,
     parse_levels,
+    print_command_line,
     print_json,
     require_positive,
     resolve_backend,
@@ -221,7 +222,9 @@ def run_command(
     _print_table([("this run", compute_metrics(chosen_attempts(read_records(out))))])
     if ran:
         out_console.print(describe_utilization(figures))
-    out_console.print(f"results: {out / 'results.jsonl'}; report: cuda-agent bench report {out}")
+    print_command_line(
+        out_console, f"results: {out / 'results.jsonl'}; report: cuda-agent bench report {out}"
+    )
     if export_best is not None:
         from cuda_agent.cli.export_cmd import export_run_best
 

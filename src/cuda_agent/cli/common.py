@@ -22,6 +22,13 @@ EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 1
 
 
+def print_command_line(console: Console, text: str) -> None:
+    """A line that holds a command to copy: never broken by rich (it breaks lines at 80 columns
+    when output is not a terminal, and a copied command then breaks in two); a terminal may
+    still fold it on screen."""
+    console.print(text, soft_wrap=True, markup=False)
+
+
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
     """Print one error line (no traceback) and return the Exit to raise."""
     err_console.print(f"[bold red]error:[/] {message}", markup=True, soft_wrap=True)

@@ -20,6 +20,7 @@ from cuda_agent.cli.common import (
     err_console,
     one_line_errors,
     out_console,
+    print_command_line,
     resolve_backend,
     resolve_size,
 )
@@ -33,7 +34,9 @@ from cuda_agent.rollout import EpisodeConfig, run_episode
 EXPLANATION = (
     "This demo REPLAYS a recorded agent session: the model's turns are scripted and served by "
     "a local OpenAI-compatible endpoint. Everything else is real: the client, the ReAct loop, "
-    "the sandboxed tools, the evaluator and the reward. To run a real model:\n"
+    "the sandboxed tools, the evaluator and the reward. To run a real model:"
+)
+REAL_MODEL_COMMAND = (
     "  cuda-agent solve {problem} --model NAME --base-url http://HOST:PORT/v1 --out runs/x"
 )
 
@@ -48,7 +51,8 @@ def demo_command(
     """Watch a (replayed) agent write, fix, verify and profile a kernel for a bundled problem."""
     chosen = resolve_backend(backend)
     problem = resolve_problem(DEMO_PROBLEM, resolve_size("auto", chosen))
-    err_console.print(EXPLANATION.format(problem=DEMO_PROBLEM))
+    err_console.print(EXPLANATION)
+    print_command_line(err_console, REAL_MODEL_COMMAND.format(problem=DEMO_PROBLEM))
     if out is not None:
         reward = run_demo(problem, chosen, out, kept=True)
     else:  # a temporary run folder: removed once the result is shown
