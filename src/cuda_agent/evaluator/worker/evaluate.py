@@ -12,12 +12,12 @@ Order of events (the order is part of the defence):
 4. verification trials (``verify.py``): the candidate runs first on its own clone of fresh
    inputs (no reference output for them exists yet), under the ATen-op recorder; then the
    reference on another clone; outputs compared; inputs, weights and global state checked
-   after each call; one more call with every floating-point input inside a buffer whose edges
-   hold NaN must still be right and leave those edges alone (``red_zones.py``: a read or write
-   past an input's edge); where the policy requires custom kernels and Triton launched some, one
-   more call with every launch skipped must not still be right (the decoy check); where the
-   policy asks, both models then get the same new parameter values and must still agree
-   (``weights.py``);
+   after each call; in the last trial every floating-point input is inside a buffer whose edges
+   hold NaN, which the call must leave alone and must not read into its output
+   (``red_zones.py``: a read or write past an input's edge); where the policy requires custom
+   kernels and Triton launched some, one more call with every launch skipped must not still be
+   right (the decoy check); where the policy asks, both models then get the same new parameter
+   values and must still agree (``weights.py``);
 5. the reference is re-run on trial 0 and must still match the canary;
 6. on the GPU, one profiled call records which kernels ran (the candidate's own are those in
    its binaries and the Triton kernels the harness launched); they must take the policy's
@@ -66,7 +66,6 @@ from cuda_agent.evaluator.worker.policies import (
 from cuda_agent.evaluator.worker.precision import apply_precision
 from cuda_agent.evaluator.worker.problem_lint import lint_reference
 from cuda_agent.evaluator.worker.protocol import ResultChannel, WorkerRequest
-from cuda_agent.evaluator.worker.red_zones import guarded_trial
 from cuda_agent.evaluator.worker.reference import ProblemFailure, Reference, build_reference
 from cuda_agent.evaluator.worker.session import (
     EvaluationSession,
@@ -205,7 +204,6 @@ def _candidate_stages(s: EvaluationSession) -> None:
     trials, ops = verify_trials(s, cand_weights)
     result.verify = {"trials": trials, "ops": dict(sorted(ops.items()))}
     result.custom_calls_per_forward = shim.usage.calls / max(1, len(ref.verify_sets))
-    guarded_trial(s)
     if shim.triton is not None and shim.triton.launches and s.rules.custom_kernel_required:
         decoy_check(s)
     if s.rules.weight_probe:

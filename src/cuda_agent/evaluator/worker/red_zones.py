@@ -1,26 +1,29 @@
-"""Red zones: the candidate once more, each input a view inside a larger buffer whose edges
-hold NaN, at full speed.
+"""Red zones: the last verification trial gives each input as a view inside a larger buffer
+whose edges hold NaN, at full speed.
 
-After the verification trials pass, ``guarded_trial`` calls ModelNew on one more clone of a
-verified input set in which every floating-point tensor (contiguous, not empty) sits in the
-middle of a buffer of its own with a guard region before and after it: every byte 0xFF (NaN in
-every floating type), 4 KiB to 1 MiB each side (two rows of the tensor's last dimension, within
-those bounds; a multiple of 512 bytes, so the view keeps the alignment a fresh allocation
-has). Then:
+In the last trial (``verify.verify_trials``) ModelNew's copy of the inputs is made by
+``guard_inputs``: every floating-point tensor (contiguous, not empty) sits in the middle of a
+buffer of its own with a guard region before and after it: every byte 0xFF (NaN in every
+floating type), 4 KiB to 1 MiB each side (two rows of the tensor's last dimension, within those
+bounds; a multiple of 512 bytes, so the view keeps the alignment a fresh allocation has).
+Then:
 
-* a kernel that reads past either edge of an input and lets the value reach its output gives
-  NaN there (or another wrong value), and the output no longer matches the reference's on the
-  same inputs: ``memory_error:access``;
-* a kernel that writes past either edge of an input changes a guard byte:
-  ``memory_error:access``.
+* a kernel that writes past either edge of an input changes a guard byte
+  (``check_guards``): ``memory_error:access``;
+* a kernel that reads past either edge and lets the value reach its output gives NaN there (or
+  another wrong value): the trial's output is wrong, and where ModelNew called once more on
+  plain copies of the same inputs is right, the verdict is ``memory_error:access``
+  (``read_outside``); where that call is wrong too, it is the trial's ``output_mismatch``.
 
-It costs one forward of each model; nothing is instrumented, so every candidate gets it, on
-both backends, before the memory check (which only a correct candidate gets) and whatever the
-allocator put next to the input. What it cannot see: a read whose value never reaches the
-output (``fmaxf`` with NaN, a read that is discarded), accesses beyond the guards, accesses
-around buffers the candidate allocates itself (its outputs, its scratch), and inputs that are
-not contiguous floating-point tensors (left as they are). The memory check
-(``evaluator/memory_check.py``) covers the first three for correct candidates.
+It costs nothing when the candidate is right (the trial happens anyway; one more call only
+when it fails, to tell the two apart) and adds no call a candidate could count; nothing is
+instrumented, so every candidate gets it, on both backends, before the memory check (which only
+a correct candidate gets) and whatever the allocator put next to the input. What it cannot
+see: a read whose value never reaches the output (``fmaxf`` with NaN, a read that is
+discarded), accesses beyond the guards, accesses around buffers the candidate allocates itself
+(its outputs, its scratch), and inputs that are not contiguous floating-point tensors (left as
+they are). The memory check (``evaluator/memory_check.py``) covers the first three for correct
+candidates.
 """
 
 from __future__ import annotations
@@ -30,11 +33,9 @@ from typing import Any
 
 import torch
 
-from cuda_agent.evaluator.worker.compare import compare
 from cuda_agent.evaluator.worker.memory_flags import FLAG_ACCESS
-from cuda_agent.evaluator.worker.session import EvaluationSession, Verdict, call
+from cuda_agent.evaluator.worker.session import Verdict
 from cuda_agent.evaluator.worker.tensors import clone_nested
-from cuda_agent.evaluator.worker.verify import integrity, raised
 
 GUARD_MIN_BYTES = 4096
 GUARD_MAX_BYTES = 1 << 20
@@ -101,45 +102,28 @@ def guard_inputs(inputs: list[Any]) -> tuple[list[Any], list[GuardedInput]]:
     return args, guarded
 
 
-def guarded_trial(s: EvaluationSession) -> None:
-    """The candidate on guarded inputs; raises a ``memory_error:access`` verdict if it wrote
-    into a guard or its output changed (see the module docstring)."""
-    ref, device = s.ref, s.device
-    inputs = ref.verify_sets[-1]
-    args, guarded = guard_inputs(inputs)
-    if not guarded:
-        return
-    try:
-        out = clone_nested(call(s.cand, args))
-        device.synchronize()
-    except Exception as err:
-        what = "with its inputs inside guarded buffers, ModelNew.forward"
-        raise raised(s, err, s.files, "verify", what) from None
-    integrity(s, where="in the guarded call", inputs=False)
+def check_guards(guarded: list[GuardedInput], trial: int) -> None:
+    """A write into a guard is a ``memory_error:access`` verdict."""
     written = [g.index for g in guarded if not g.guards_intact()]
     if written:
         raise Verdict(
             "verify",
-            f"ModelNew wrote outside its input(s) {', '.join(f'#{i}' for i in written)}: each "
-            "input was given inside a larger buffer whose bytes just before and after it held "
-            "NaN, and the kernel changed them (a write past an edge of a buffer)",
+            f"trial {trial}: ModelNew wrote outside its input(s) "
+            f"{', '.join(f'#{i}' for i in written)}: each input was given inside a larger buffer "
+            "whose bytes just before and after it held NaN, and the kernel changed them (a write "
+            "past an edge of a buffer)",
             [FLAG_ACCESS],
         )
-    if not ref.set_intact(len(ref.verify_sets) - 1):
-        raise Verdict(
-            "verify",
-            "the harness's pristine inputs were modified during the guarded call",
-            ["reference_inputs_mutated"],
-        )
-    expected = call(ref.model, clone_nested(inputs))
-    device.synchronize()
-    verdict = compare(expected, out, s.req.atol, s.req.rtol)
-    if not verdict.ok:
-        raise Verdict(
-            "verify",
-            "with each input inside a larger buffer whose bytes just before and after it held "
-            f"NaN, ModelNew's output no longer matches ({verdict.message}), though it matched on "
-            "the same values in plain tensors: a kernel reads outside its inputs (past an "
-            "edge), or depends on where they lie in memory",
-            [FLAG_ACCESS],
-        )
+
+
+def read_outside(trial: int, mismatch: str) -> Verdict:
+    """The verdict for a guarded trial whose output was wrong while the same call on plain
+    copies of the same inputs was right."""
+    return Verdict(
+        "verify",
+        f"trial {trial}: with each input inside a larger buffer whose bytes just before and after "
+        f"it held NaN, ModelNew's output was wrong ({mismatch}), and right on plain copies of the "
+        "same inputs: a kernel reads outside its inputs (past an edge), or depends on where they "
+        "lie in memory",
+        [FLAG_ACCESS],
+    )

@@ -4,6 +4,8 @@
   input set the candidate runs first on its own clone, under the ATen-op recorder, then the
   reference on another clone; outputs compared; inputs, parameters and global state checked
   after each call; each forward judged by the policy's op rules and custom-kernel requirement;
+  in the last trial the candidate's clone is guarded (``red_zones.py``: each input inside a
+  buffer whose edges hold NaN);
 * ``decoy_check``: Triton kernels must do part of the output's work (one call with every
   Triton launch skipped must not still be right);
 * ``weight_probe``: both models get the same new parameter values and must still agree
@@ -49,6 +51,12 @@ from cuda_agent.evaluator.worker.policies import (
     NOTE_DECOY_CHECK_SKIPPED,
     NOTE_WEIGHTS_NOT_TRANSFERRED,
 )
+from cuda_agent.evaluator.worker.red_zones import (
+    GuardedInput,
+    check_guards,
+    guard_inputs,
+    read_outside,
+)
 from cuda_agent.evaluator.worker.reference import Reference
 from cuda_agent.evaluator.worker.session import EvaluationSession, Verdict, call, solution_files
 from cuda_agent.evaluator.worker.tensors import clone_nested, derive_seed, fingerprint_nested
@@ -67,8 +75,13 @@ def verify_trials(
     ref, cand, device, shim = s.ref, s.cand, s.device, s.shim
     trials = []
     all_ops: dict[str, int] = {}
+    last = len(ref.verify_sets) - 1
     for k, inputs in enumerate(ref.verify_sets):
-        cand_in = clone_nested(inputs)
+        guarded: list[GuardedInput] = []
+        if k == last:  # the red zones: each input inside a NaN-edged buffer (red_zones.py)
+            cand_in, guarded = guard_inputs(inputs)
+        else:
+            cand_in = clone_nested(inputs)
         calls_before = shim.usage.calls
         recorder = OpRecorder()
         try:
@@ -82,6 +95,7 @@ def verify_trials(
         for op, n in recorder.ops.items():
             all_ops[op] = all_ops.get(op, 0) + n
         integrity(s, where=f"during trial {k + 1}", inputs=False)
+        check_guards(guarded, k + 1)
         _judge_forward(s, recorder, shim.usage.calls - calls_before)
         if own_state(cand, ref) != cand_weights:
             raise Verdict(
@@ -107,6 +121,8 @@ def verify_trials(
             )
         verdict = compare(expected, snapshot, s.req.atol, s.req.rtol)
         trials.append({"trial": k + 1, **verdict.as_dict()})
+        if not verdict.ok and guarded and _right_on_plain_copies(s, inputs, expected):
+            raise read_outside(k + 1, verdict.message)
         if not verdict.ok:
             raise Verdict(
                 "verify",
@@ -120,6 +136,18 @@ def verify_trials(
             ["reference_inputs_mutated"],
         )
     return trials, all_ops
+
+
+def _right_on_plain_copies(s: EvaluationSession, inputs: list[Any], expected: Any) -> bool:
+    """ModelNew called once more on plain copies of ``inputs``: is its output right? (Tells a
+    read past a guarded input's edge from a plain wrong answer.)"""
+    try:
+        out = call(s.cand, clone_nested(inputs))
+        s.device.synchronize()
+    except Exception:
+        return False
+    integrity(s, where="in the call on plain copies", inputs=False)
+    return compare(expected, out, s.req.atol, s.req.rtol).ok
 
 
 def own_state(cand: torch.nn.Module, ref: Reference) -> list[tuple[int, ...]]:
