@@ -6,6 +6,7 @@ extension build; each candidate differs only in which function its ``ModelNew`` 
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import importlib
 import multiprocessing
@@ -220,3 +221,16 @@ def assert_one_line_exit_2(out: subprocess.CompletedProcess[str], needle: str) -
     assert out.returncode == 2, (out.stdout, out.stderr)
     assert needle in out.stderr, out.stderr
     assert out.stderr.strip().count("\n") == 0 and "Traceback" not in out.stderr
+
+
+def lock_free(path: Path, shared: bool = False) -> bool:
+    """Whether another holder (another open file description) could take ``path``'s flock now,
+    exclusively or (``shared``) shared; the probe's own lock is dropped at once."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)  # closing drops a lock taken here
+    return True

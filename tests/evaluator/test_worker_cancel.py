@@ -13,8 +13,6 @@ pipeline's tests).
 
 from __future__ import annotations
 
-import fcntl
-import os
 import threading
 from pathlib import Path
 
@@ -24,7 +22,7 @@ from cuda_agent.evaluator.requests import worker_request
 from cuda_agent.evaluator.worker_process import WorkerOutcome, run_worker
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.solutions.loader import load_solution
-from tests.helpers import fast_options, wait_for
+from tests.helpers import fast_options, lock_free, wait_for
 
 LOCK_NAME = "alive.lock"
 BUSY_CANDIDATE = f'''
@@ -42,17 +40,6 @@ class ModelNew(nn.Module):
         while True:  # busy for good: only a kill ends it
             pass
 '''
-
-
-def lock_is_held(path: Path) -> bool:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
 
 
 def run_busy_worker(
@@ -102,7 +89,7 @@ def test_a_cancelled_worker_is_killed_and_gone(tmp_path: Path) -> None:
     def canceller() -> None:
         """Set the event once the worker is in the candidate's endless forward."""
         verifying.wait()
-        held = wait_for(lambda: finished.is_set() or (lock.exists() and lock_is_held(lock)))
+        held = wait_for(lambda: finished.is_set() or (lock.exists() and not lock_free(lock)))
         seen["held"] = bool(held) and not finished.is_set()
         cancel.set()
 
@@ -125,7 +112,7 @@ def test_a_cancelled_worker_is_killed_and_gone(tmp_path: Path) -> None:
     # under bubblewrap the candidate runs in a session of its own inside a pid namespace, and
     # dies (bwrap's --die-with-parent) a moment after the group run_worker kills and reaps:
     # the lock is free once it is gone (CI saw it still held right at the return)
-    released = wait_for(lambda: not lock_is_held(lock))
+    released = wait_for(lambda: lock_free(lock))
     assert released, "a process of the worker still holds the candidate's lock"
 
 

@@ -65,10 +65,6 @@ class FollowUps:
         self._memory: Future[MemoryCheck] | None = None
         self._baseline: Future[CompileBaseline] | None = None
 
-    @property
-    def started(self) -> bool:
-        return self._pool is not None
-
     def on_worker_event(self, event: dict[str, Any]) -> None:
         """A line of the candidate's worker: ``verified`` starts the follow-ups."""
         if event.get("type") == "verified":

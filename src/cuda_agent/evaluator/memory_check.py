@@ -230,6 +230,7 @@ def check_memory(
         prebuilt,
         kernel_names,
         cancel,
+        tool,
     )
     check.seconds = round(time.monotonic() - started, 3)
     if key is not None and check.ran and check.incomplete is None:
@@ -249,10 +250,12 @@ def _run_check(
     prebuilt: str | None,
     kernel_names: list[str] | None,
     cancel: threading.Event | None,
+    tool: str | None,
 ) -> MemoryCheck:
+    """The check itself; ``tool``: compute-sanitizer on cuda, the ASan runtime on cpu (None:
+    not found here)."""
     scratch.mkdir(parents=True, exist_ok=True)
     if opts.backend == "cuda":
-        tool = find_compute_sanitizer()
         scope = f"own kernels ({len(kernel_names)} names)" if kernel_names else EVERY_KERNEL
         check = MemoryCheck(tool="compute-sanitizer memcheck", scope=scope)
         if tool is None:
@@ -263,13 +266,12 @@ def _run_check(
         extra = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "CUBLAS_WORKSPACE_CONFIG": ":4096:8"}
         sanitizer = ""
     else:
-        runtime = find_asan_runtime()
         check = MemoryCheck(tool="AddressSanitizer", scope=CANDIDATE_CODE)
-        if runtime is None:
+        if tool is None:
             check.incomplete = "the compiler's AddressSanitizer runtime (libasan) not found"
             return check
         log = scratch / "asan"
-        prefix = [shutil.which("env") or "/usr/bin/env", f"LD_PRELOAD={runtime}"]
+        prefix = [shutil.which("env") or "/usr/bin/env", f"LD_PRELOAD={tool}"]
         # ASan reserves terabytes of shadow address space, so the worker's address-space
         # limit is lifted; ASan's own allocator limit bounds the heap instead
         options = f"detect_leaks=0:halt_on_error=1:malloc_limit_mb={ASAN_HEAP_MB}"

@@ -7,16 +7,14 @@ other tests' threads and long-lived children.
 
 from __future__ import annotations
 
-import fcntl
 import gc
-import os
 import threading
 from pathlib import Path
 
 import pytest
 
 from cuda_agent.evaluator.worker.device_turn import DeviceTurn, current, holding
-from tests.helpers import in_fresh_process
+from tests.helpers import in_fresh_process, lock_free
 
 
 @pytest.fixture
@@ -26,29 +24,17 @@ def lock_file(tmp_path: Path) -> Path:
     return path
 
 
-def free(path: Path) -> bool:
-    """Whether another holder (another open file description) could take the lock now."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    finally:
-        os.close(fd)  # closing drops a lock taken here
-    return True
-
-
 @in_fresh_process
 def test_held_for_the_request_and_given_up_only_while_compiling(lock_file: Path) -> None:
     synced: list[bool] = []
     with holding(str(lock_file)) as turn:
-        assert current() is turn and turn.held and not free(lock_file)
+        assert current() is turn and turn.held and not lock_free(lock_file)
         turn.mark_baseline()
         with turn.compiling(lambda: synced.append(True)) as given_up:
-            assert given_up and free(lock_file)
+            assert given_up and lock_free(lock_file)
         assert synced == [True]  # the device was synchronised before it was left
-        assert not free(lock_file) and turn.given_up == 1
-    assert free(lock_file) and not current().held
+        assert not lock_free(lock_file) and turn.given_up == 1
+    assert lock_free(lock_file) and not current().held
 
 
 @in_fresh_process
@@ -60,7 +46,7 @@ def test_kept_while_the_candidate_runs_a_thread(lock_file: Path) -> None:
         thread.start()
         try:
             with turn.compiling(lambda: None) as given_up:
-                assert not given_up and not free(lock_file)
+                assert not given_up and not lock_free(lock_file)
         finally:
             stop.set()
             thread.join(timeout=5)
@@ -77,7 +63,7 @@ def test_kept_while_a_hook_could_run_candidate_code(lock_file: Path) -> None:
         gc.callbacks.append(hook)
         try:
             with turn.compiling(lambda: None) as given_up:
-                assert not given_up and not free(lock_file)
+                assert not given_up and not lock_free(lock_file)
         finally:
             gc.callbacks.remove(hook)
         with turn.compiling(lambda: None) as given_up:
@@ -87,7 +73,7 @@ def test_kept_while_a_hook_could_run_candidate_code(lock_file: Path) -> None:
 
 def test_never_given_up_before_the_baseline_is_known(lock_file: Path) -> None:
     with DeviceTurn(str(lock_file)) as turn, turn.compiling(lambda: None) as given_up:
-        assert not given_up and not free(lock_file)
+        assert not given_up and not lock_free(lock_file)
 
 
 def test_without_a_lock_file_everything_is_a_no_op() -> None:
@@ -98,29 +84,19 @@ def test_without_a_lock_file_everything_is_a_no_op() -> None:
     assert turn.given_up == 0
 
 
-def shared_free(path: Path) -> bool:
-    """Whether another holder could take the lock shared now."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    finally:
-        os.close(fd)
-    return True
-
-
 def test_shared_until_it_measures_then_alone_to_the_end(lock_file: Path) -> None:
     synced: list[bool] = []
     with holding(str(lock_file)) as turn:
         assert turn.mode == "shared"
-        assert shared_free(lock_file) and not free(lock_file)  # others verify beside it
+        assert lock_free(lock_file, shared=True) and not lock_free(
+            lock_file
+        )  # others verify beside it
         turn.exclusive(lambda: synced.append(True))
         assert synced == [True]
-        assert turn.mode == "exclusive" and not shared_free(lock_file)
+        assert turn.mode == "exclusive" and not lock_free(lock_file, shared=True)
         turn.exclusive(lambda: pytest.fail("already alone: nothing to do"))
         assert turn.mode == "exclusive"
-    assert free(lock_file)
+    assert lock_free(lock_file)
 
 
 @in_fresh_process
@@ -129,8 +105,8 @@ def test_a_compile_off_turn_takes_the_turn_back_in_the_mode_it_held(lock_file: P
         turn.mark_baseline()
         turn.exclusive(lambda: None)
         with turn.compiling(lambda: None) as given_up:
-            assert given_up and free(lock_file)
-        assert turn.mode == "exclusive" and not shared_free(lock_file)
+            assert given_up and lock_free(lock_file)
+        assert turn.mode == "exclusive" and not lock_free(lock_file, shared=True)
 
 
 @in_fresh_process
@@ -143,7 +119,7 @@ def test_a_candidate_that_could_still_run_keeps_the_shared_turn(lock_file: Path)
         gc.callbacks.append(hook)  # candidate code that could run at any moment
         try:
             assert not turn.exclusive(lambda: pytest.fail("the turn is not let go"))
-            assert turn.mode == "shared" and not free(lock_file)
+            assert turn.mode == "shared" and not lock_free(lock_file)
         finally:
             gc.callbacks.remove(hook)
         assert turn.exclusive(lambda: None) and turn.mode == "exclusive"
