@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import subprocess
 import sys
@@ -49,7 +50,8 @@ def train_command(
     settings = load_config(stage, config, (*flags, *(overrides or ())))
     # 'tiny' and 'smollm2' become their folders in the cache; a stage that loads the model
     # here (grpo) checks a hub id now, so an offline machine fails in seconds with one line
-    resolve_config_models(settings, check_hub=stage == "grpo" and not dry_run)
+    loads_here = stage == "grpo" or (stage == "rft" and bool(task))
+    resolve_config_models(settings, check_hub=loads_here and not dry_run)
     resolved = plan(stage, settings)
     if as_json:
         print_json(resolved.as_dict())
@@ -80,6 +82,9 @@ def _print_plan(resolved: Plan) -> None:
 
 
 def _run(resolved: Plan) -> None:
+    if resolved.engine == "trl-sft":  # rft on a curriculum rung: sample, keep, fine-tune
+        _run_curriculum_rft(resolved)
+        return
     if resolved.stage == "rft":  # the data first: it needs no engine
         from cuda_agent.rl.rft import RFTRules, build_rft_dataset
 
@@ -143,11 +148,32 @@ def _write_datasets(resolved: Plan) -> None:
         err_console.print(f"verl dataset: {rows} problems from {source['problems']} -> {path}")
 
 
-def _run_grpo(resolved: Plan) -> None:
+def _need_trl(stage: str) -> None:
     if importlib.util.find_spec("trl") is None:
         raise CudaAgentError(
-            "stage grpo runs on TRL, which is not installed here (pip install trl)"
+            f"stage {stage} runs on TRL, which is not installed here (pip install trl)"
         )
+
+
+def _run_curriculum_rft(resolved: Plan) -> None:
+    _need_trl(resolved.stage)
+    from cuda_agent.rl.trl.curriculum_rft import run_rft_options
+
+    def log(message: str) -> None:
+        err_console.print(message, markup=False, highlight=False)
+
+    with contextlib.redirect_stdout(sys.stderr):  # the trainer prints its logs: stdout is ours
+        summary = run_rft_options(**resolved.engine_options, log=log)
+    keys = ("replies", "base_pass_rate", "problems", "learnable", "examples", "outcomes")
+    print_json(
+        {k: summary[k] for k in keys}
+        | {"model": summary["sft"]["model"], "steps": summary["sft"]["steps"]}
+        | {"out": resolved.engine_options["out"]}
+    )
+
+
+def _run_grpo(resolved: Plan) -> None:
+    _need_trl(resolved.stage)
     options = dict(resolved.engine_options)
     options["out"] = Path(options["out"])
     if "task" in options:  # a rung of the curriculum: single-turn

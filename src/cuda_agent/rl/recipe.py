@@ -221,6 +221,11 @@ def _plan_grpo_curriculum(config: dict[str, Any], task: str) -> Plan:
         "learning_rate": config["grpo"]["learning_rate"],
         "save_model": bool(curriculum.get("save_model", False)),
         "jobs": int(curriculum.get("jobs") or 1),
+        "reward_scheme": str(curriculum.get("reward") or "harness"),
+        "stable": curriculum.get("stable"),
+        "guard": curriculum.get("guard"),
+        "learnable": curriculum.get("learnable"),
+        "spec": _curriculum_spec(curriculum, str(config["size"])),
     }
     command = [
         "python3",
@@ -264,7 +269,60 @@ def _curriculum_note(task: str) -> str:
     )
 
 
+def _curriculum_spec(curriculum: dict[str, Any], size: str) -> dict[str, Any] | None:
+    """The problem set a curriculum section names by its families and sizes (None: the
+    default set, or the section's ``folder``)."""
+    keys = ("families", "n_train", "n_heldout")
+    chosen = {k: curriculum[k] for k in keys if curriculum.get(k) is not None}
+    if not chosen:
+        return None
+    if "families" in chosen:
+        chosen["families"] = list(chosen["families"])
+    return {"size": str(curriculum.get("size") or size), **chosen}
+
+
+def _plan_rft_curriculum(config: dict[str, Any], task: str) -> Plan:
+    curriculum = config["curriculum"]
+    options = {
+        "model_path": config["model"]["path"],
+        "task": task,
+        "backend": config["evaluation"]["backend"],
+        "out": str(curriculum["out"]),
+        "folder": curriculum.get("folder"),
+        "spec": _curriculum_spec(curriculum, "small"),
+        "split": str(curriculum.get("split") or "train"),
+        "limit": curriculum.get("limit"),
+        "baselines": list(curriculum.get("baselines") or ["eager"]),
+        "sampling": {
+            "samples": int(curriculum["samples"]),
+            "temperature": float(curriculum["temperature"]),
+            "max_new_tokens": int(curriculum["max_new_tokens"]),
+            "batch_prompts": int(curriculum["batch_prompts"]),
+        },
+        "samples_file": curriculum.get("samples_file"),
+        "per_problem": int(curriculum["per_problem"]),
+        "jobs": int(curriculum.get("jobs") or 1),
+        "sft": dict(curriculum["sft"]),
+    }
+    command = [
+        "python3",
+        "-c",
+        f"from cuda_agent.rl.trl.curriculum_rft import run_rft_options; "
+        f"run_rft_options(**{options!r})",
+    ]
+    notes = [
+        "TRL's SFT trainer on this node, on the model's own passing replies (expert iteration)",
+        f"first: {curriculum['samples']} samples per problem of the {options['split']} split, "
+        "each distinct answer evaluated once",
+        _curriculum_note(task),
+    ]
+    return Plan("rft", "trl-sft", config, command, options, {}, notes=notes)
+
+
 def _plan_rft(config: dict[str, Any]) -> Plan:
+    task = _curriculum_task(config)
+    if task:
+        return _plan_rft_curriculum(config, task)
     data_file = str(Path(config["out"]) / "rft.jsonl")
     options = compat.sft_overrides(config, data_file)
     command = [

@@ -149,7 +149,44 @@ def test_a_hidden_part_is_refused_in_one_line_by_the_cli() -> None:
     assert len(lines) == 1 and f"part 3 of 6 ({hidden})" in lines[0], done.stderr
 
 
-@pytest.mark.slow  # converts the 0.5B (about 100 s) and trains one step (13 GB, about 70 s)
+KERNEL_SET = ("curriculum.families=[rowwise]", "curriculum.n_train=2", "curriculum.n_heldout=1")
+
+
+def kernel_sample(tmp_path: Path) -> Path:
+    """A samples.jsonl of two replies to a row-wise kernel problem, scored by the real
+    evaluator on the cpu backend: the reference kernel (passes) and a wrong one."""
+    from cuda_agent.evaluator.pipeline import evaluate
+    from cuda_agent.rl.curriculum.problem_set import (
+        CurriculumSpec,
+        problem_set_folder,
+        read_split,
+        row_spec,
+    )
+    from cuda_agent.rl.curriculum.reference import reference_kernel
+    from cuda_agent.rl.curriculum.sampling import Sample, write_samples
+    from cuda_agent.rl.curriculum.verdicts import score_replies
+    from tests.helpers import fast_options
+
+    folder = problem_set_folder(CurriculumSpec(n_train=2, n_heldout=1, families=("rowwise",)))
+    row = read_split(folder, "train")[0]
+    right = reference_kernel(row, "cpu")
+    wrong = right.replace("yr[c] = ", "yr[c] = 2.0f + ")  # every output off by 2
+    assert wrong != right
+    replies = [f"```cpp\n{code}```" for code in (right, wrong)]
+    spec = row_spec(folder, row)
+    verdicts = score_replies(["kernel"] * 2, [spec] * 2, replies, "cpu", fast_options(), evaluate)
+    assert [v.outcome for v in verdicts] == ["pass", "wrong"], verdicts
+    samples = [
+        Sample(spec, "kernel", "rowwise", tuple(row["ops"]), text, 200, False, v.answer,
+               v.reward, v.outcome, v.error_stage, v.flags, v.cached)
+        for text, v in zip(replies, verdicts, strict=True)
+    ]  # fmt: skip
+    path = tmp_path / "samples.jsonl"
+    write_samples(path, samples)
+    return path
+
+
+@pytest.mark.slow  # converts the 0.5B (about 100 s), one GRPO step (13 GB), one SFT step
 def test_the_05b_converts_once_and_the_readme_grpo_step_runs(tmp_path: Path) -> None:
     if not installed(SMALL):
         pytest.skip("needs the 0.5B's parts (requirements-nodeps.lock) and gguf")
@@ -171,3 +208,20 @@ def test_the_05b_converts_once_and_the_readme_grpo_step_runs(tmp_path: Path) -> 
     assert done.returncode == 0, done.stderr[-3000:]
     steps = [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
     assert len(steps) == 1 and len(steps[0]["rewards"]) == sum(steps[0]["outcomes"].values())
+
+    # train rft --task kernel: one real fine-tuning step of the 0.5B on a sample of kernel
+    # replies scored by the real evaluator (a reference kernel, which passes, and a wrong one)
+    samples_file = kernel_sample(tmp_path)
+    rft = tmp_path / "rft"
+    command = [
+        sys.executable, "-m", "cuda_agent", "train", "rft", "--model", SMALL.name,
+        "--task", "kernel", "--backend", "cpu", *KERNEL_SET,
+        f"curriculum.samples_file={samples_file}", f"curriculum.out={rft}",
+        "curriculum.sft.max_steps=1", "curriculum.sft.batch=1", "curriculum.sft.warmup=0",
+    ]  # fmt: skip
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(done.stdout)
+    assert summary["examples"] == 1 and summary["steps"] == 1
+    assert json.loads((rft / "summary.json").read_text())["sft"]["changed_params"] is True
+    assert (rft / "model" / "config.json").is_file()

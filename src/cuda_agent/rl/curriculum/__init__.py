@@ -1,10 +1,14 @@
-"""A curriculum a small model can climb: single-turn kernel tasks over elementwise problems.
+"""A curriculum a small model can climb: single-turn kernel tasks over small problems.
 
-``ops`` (the elementwise operators and their compositions), ``problem_set`` (the problems,
-split into train and held-out and decontaminated), ``scaffold`` (the fill-in workspace),
-``tasks`` (the three tasks: prompts, answers, rewards), ``evaluate`` (a model's pass rate on a
-split). docs/training.md has the overview. Here: the task names and the evaluation policy
-each task is scored under (importing this package loads nothing else).
+``ops`` (the elementwise operators and their compositions), ``families`` (the problem
+families: elementwise, chain, rowwise, reduction; a problem's family from its id, each
+family's kernel contract and tasks), ``chains`` and ``row_ops`` (the chain and row families'
+draws), ``sources`` (the problem files), ``problem_set`` (the problems, split into train and
+held-out and decontaminated), ``scaffold`` (the workspace around a kernel), ``kernel_prompts``
+and ``tasks`` (the three tasks: prompts, answers, rewards), ``reference`` (a correct kernel for
+any problem), ``evaluate`` (a model's pass rate on a split). docs/training.md has the overview.
+Here: the task names and the evaluation policy each task is scored under (importing this
+package loads nothing else).
 """
 
 TASKS = ("model-new", "fill-in", "kernel")

@@ -15,7 +15,7 @@ not run.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 from cuda_agent.evaluator.options import EvalOptions
@@ -46,9 +46,11 @@ def score_batch(
     options: EvalOptions | None,
     evaluator: Evaluator,
     jobs: int = 1,
+    scored: Callable[[int, Score], None] | None = None,
 ) -> list[Score]:
     """The score of each reply (``specs[i]`` is the problem of ``replies[i]``; ``task`` is
-    every reply's, or one per reply)."""
+    every reply's, or one per reply); ``scored(index, score)`` is called as each one is
+    made (from the scoring threads), so a caller can keep it before the batch ends."""
     tasks = [task] * len(replies) if isinstance(task, str) else list(task)
     if not len(specs) == len(replies) == len(tasks):
         raise ValueError(
@@ -56,7 +58,10 @@ def score_batch(
         )
 
     def one(index: int) -> Score:
-        return score_reply(tasks[index], specs[index], replies[index], backend, options, evaluator)
+        score = score_reply(tasks[index], specs[index], replies[index], backend, options, evaluator)
+        if scored is not None:
+            scored(index, score)
+        return score
 
     if jobs <= 1 or len(replies) <= 1:
         return [one(i) for i in range(len(replies))]

@@ -6,28 +6,34 @@
   file's imports and evaluated as a KernelBench single file under the ``off`` policy: a
   correct ``ModelNew`` that just calls torch earns 1 (more only if it is faster than the
   baselines), anything else -1.
-* ``fill-in`` (rung 2): the system turn shows the kernel's per-element function with the
-  expression left out, two examples follow as earlier turns, then the reference's
-  expression (``y = torch...``); the reply is one C expression of ``x`` (the first line of
-  the last fenced block, else of the reply; ``return``, ``y =`` and a final ``;`` are
+* ``fill-in`` (rung 2; elementwise and chain problems only, ``families.supports``: another
+  family's problem is a ``TaskError``): the system turn shows the kernel's per-element
+  function with the expression left out, two examples follow as earlier turns, then the
+  reference's expression (``y = torch...``); the reply is one C expression of ``x`` (the first
+  line of the last fenced block, else of the reply; ``return``, ``y =`` and a final ``;`` are
   tolerated). It is written into the complete scaffold (``scaffold.write_scaffold``: C++ on
   the cpu backend, CUDA on cuda) and the workdir is evaluated under the ``strict`` policy: 1
   or more when the kernel computes the reference, -1 otherwise (a compile error included).
-* ``kernel`` (rung 3): the system turn states the launch function's contract
-  (``scaffold.LAUNCH_SIGNATURES``), one example (a whole kernel and its launch for another
-  op) follows, then the reference's expression; the reply is the whole kernel file (the last
-  fenced block, which must define ``elementwise_launch``): on cuda a ``__global__`` kernel and
-  its launch on the given stream, on cpu the loop. It is put after the harness's headers
-  (``scaffold.KERNEL_PRELUDES``) into the scaffold, whose binding and ``ModelNew`` stay the
-  harness's, and evaluated under ``strict``, the memory check included: the model owns the
-  indexing, so a kernel that reads or writes out of bounds is rejected.
+* ``kernel`` (rung 3, every family): the system turn states the contract of the problem's
+  family (``kernel_prompts``: what y holds, the launch function,
+  ``families.launch_signature``: ``elementwise_launch(x, y, n)``, ``rowwise_launch(x, y,
+  rows, cols)`` or ``reduce_launch(x, y, rows, cols)``), one example of that family (a whole
+  kernel and its launch for an op the curriculum does not have) follows, then the reference's
+  expression; the reply is the whole kernel file (the last fenced block, which must define the
+  family's launch): on cuda a ``__global__`` kernel and its launch on the given stream, on cpu
+  the loops. It is put after the harness's headers (``scaffold.KERNEL_PRELUDES``) into the
+  scaffold, whose binding and ``ModelNew`` stay the harness's, and evaluated under
+  ``strict``, the memory check included: the model owns the indexing, so a kernel that reads
+  or writes out of bounds is rejected.
 
-``outcome(score)`` names what became of a reply (``format``, ``build``, ``wrong``, ``pass``),
-so a learning curve shows which failure the policy climbs out of.
-
-The examples use ops the curriculum does not have (``exp``, ``log1p``), so no example is the
-answer to a problem. Prompts are short on purpose: a 135 M model follows a one- or two-shot
-conversation where it does not follow a page of instructions.
+A problem's family comes from its id (``families.family_of``; ``families.spec_family`` reads it
+in a problem spec); callers that build datasets as (task x rows) keep the pairs for which
+``families.supports(task, family)`` holds. ``outcome(score)`` names what became of a reply
+(``format``, ``build``, ``wrong``, ``pass``), so a learning curve shows which failure the
+policy climbs out of. The examples use ops the curriculum does not have (``exp``, ``log1p``,
+centring a row), so no example is the answer to a problem. Prompts are short on purpose: a
+135 M model follows a one- or two-shot conversation where it does not follow a page of
+instructions.
 
 ``score_reply(task, problem_spec, reply, backend, options, evaluator)`` does the whole
 scoring (a temporary folder per reply, removed after) and returns a ``Score``: the reward,
@@ -56,9 +62,23 @@ from cuda_agent.evaluator.pipeline import evaluate
 from cuda_agent.evaluator.workspace_commands import Evaluator
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.rl.curriculum import POLICIES, TASKS
+from cuda_agent.rl.curriculum.families import (
+    FAMILIES,
+    FILL_IN_FAMILIES,
+    family_of,
+    forward_expression,
+    launch_name,
+    spec_family,
+    supports,
+)
+from cuda_agent.rl.curriculum.kernel_prompts import (  # noqa: F401 (the rung's names, public)
+    KERNEL_EXAMPLE_TORCH,
+    KERNEL_EXAMPLES,
+    KERNEL_SYSTEM,
+    kernel_prompt,
+)
 from cuda_agent.rl.curriculum.scaffold import (
     KERNEL_PRELUDES,
-    LAUNCH_SIGNATURES,
     SIGNATURES,
     write_scaffold,
     write_workdir,
@@ -82,47 +102,6 @@ Your reply becomes the expression in this {lang} kernel function: {signature} {{
 EXPRESSION; }}. You translate PyTorch elementwise expressions of a float x into C expressions \
 (C math functions: fmaxf, fminf, fabsf, expf, tanhf, sinf, cosf, erff, log1pf). Reply with \
 the C expression only."""
-
-KERNEL_SYSTEM = {
-    "cuda": """\
-You write CUDA kernels. For y = f(x) over n float32 elements, write a __global__ kernel and \
-its launch function {launch}, which launches the kernel on `stream` and returns \
-cudaGetLastError(). The harness includes cuda_runtime.h, math.h and cstdint, allocates y and \
-calls elementwise_launch. Reply with the code in one ```cuda code block.""",
-    "cpu": """\
-You write C++ kernels. For y = f(x) over n float32 elements, write the function {launch}, a \
-loop that computes every y[i]. The harness includes math.h, cmath and cstdint, allocates y and \
-calls elementwise_launch. Reply with the code in one ```cpp code block.""",
-}
-KERNEL_EXAMPLE_TORCH = "torch.exp(x) - 1.0"
-KERNEL_EXAMPLES = {
-    "cuda": """\
-__global__ void elementwise_kernel(const float* x, float* y, int64_t n) {
-  int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) {
-    float v = x[i];
-    y[i] = expf(v) - 1.0f;
-  }
-}
-
-extern "C" cudaError_t elementwise_launch(const float* x, float* y, int64_t n,
-                                          cudaStream_t stream) {
-  if (n == 0) return cudaSuccess;
-  const int threads = 256;
-  const int64_t blocks = (n + threads - 1) / threads;
-  elementwise_kernel<<<(unsigned)blocks, threads, 0, stream>>>(x, y, n);
-  return cudaGetLastError();
-}
-""",
-    "cpu": """\
-extern "C" void elementwise_launch(const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    float v = x[i];
-    y[i] = expf(v) - 1.0f;
-  }
-}
-""",
-}
 
 # One-shot and two-shot examples: ops that are not in the curriculum (exp, log1p), so an
 # example is never the answer to a problem.
@@ -167,10 +146,19 @@ def check_task(task: str) -> str:
 
 def torch_expression(problem: Problem) -> str:
     """What the problem's ``Model.forward`` returns (its one ``return`` line)."""
-    match = re.search(r"def forward\(self, x[^)]*\)[^:]*:\n\s+return (.+)\n", problem.source)
-    if match is None:
-        raise TaskError(f"{problem.id}: not an elementwise curriculum problem (no return x ...)")
-    return match.group(1).strip()
+    try:
+        return forward_expression(problem.source)
+    except CudaAgentError:
+        raise TaskError(f"{problem.id}: not a curriculum problem (no return x ...)") from None
+
+
+def check_supported(task: str, family: str, problem_id: str) -> None:
+    """A ``TaskError`` unless problems of ``family`` have ``task``."""
+    if not supports(task, family):
+        raise TaskError(
+            f"{problem_id}: the {task} task is for {' and '.join(FILL_IN_FAMILIES)} problems, "
+            f"not {family} ones (keep the rows for which families.supports(task, family))"
+        )
 
 
 def model_class_source(source: str) -> str:
@@ -198,13 +186,15 @@ def import_lines(source: str) -> str:
 def messages(task: str, problem: Problem, backend: str) -> list[dict[str, str]]:
     """The chat prompt of ``task`` for ``problem``: a system turn, the examples as earlier
     turns, and the problem."""
-    if check_task(task) == "kernel":
+    family = family_of(problem.id)
+    check_supported(check_task(task), family, problem.id)
+    if task == "kernel":
         fence = "cuda" if backend == "cuda" else "cpp"
-        system = KERNEL_SYSTEM[backend].format(launch=LAUNCH_SIGNATURES[backend])
+        system, example, code = kernel_prompt(family, backend)
         return [
             {"role": "system", "content": system},
-            {"role": "user", "content": f"y = {KERNEL_EXAMPLE_TORCH}"},
-            {"role": "assistant", "content": f"```{fence}\n{KERNEL_EXAMPLES[backend]}```"},
+            {"role": "user", "content": f"y = {example}"},
+            {"role": "assistant", "content": f"```{fence}\n{code}```"},
             {"role": "user", "content": f"y = {torch_expression(problem)}"},
         ]
     if check_task(task) == "model-new":
@@ -241,24 +231,27 @@ def extract_expression(reply: str) -> str | None:
     return text
 
 
-def extract_kernel(reply: str) -> str | None:
-    """The kernel code of a kernel-task reply: the last fenced block, if it defines
-    ``elementwise_launch``; else None (a format failure)."""
+def extract_kernel(reply: str, family: str | None = None) -> str | None:
+    """The kernel code of a kernel-task reply: the last fenced block, if it defines the
+    family's launch (``elementwise_launch``, ``rowwise_launch``, ``reduce_launch``; with no
+    family, any of them: ``score_reply`` knows the problem and checks its own); else None (a
+    format failure)."""
     blocks = _FENCE.findall(reply)
     if not blocks:
         return None
     code = blocks[-1].strip()
-    if "elementwise_launch" not in code or len(code) > MAX_KERNEL_CHARS:
+    names = {launch_name(f) for f in ([family] if family else FAMILIES)}
+    if not any(name in code for name in names) or len(code) > MAX_KERNEL_CHARS:
         return None
     return code + "\n"
 
 
-def extract_answer(task: str, reply: str) -> str | None:
+def extract_answer(task: str, reply: str, family: str | None = None) -> str | None:
     task = check_task(task)
     if task == "model-new":
         return extract_solution(reply)
     if task == "kernel":
-        return extract_kernel(reply)
+        return extract_kernel(reply, family)
     return extract_expression(reply)
 
 
@@ -283,9 +276,11 @@ def write_answer(
         path = folder / "solution.py"
         path.write_text(f"{import_lines(problem.source)}\n\n{answer}", encoding="utf-8")
         return path
+    family = family_of(problem.id)
+    check_supported(task, family, problem.id)
     if task == "kernel":
         kernel = f"{KERNEL_PRELUDES[backend]}\n{answer}"
-        return write_workdir(problem, problem_spec, backend, folder / "workdir", kernel)
+        return write_workdir(problem, problem_spec, backend, folder / "workdir", kernel, family)
     return write_scaffold(problem, problem_spec, backend, folder / "workdir", answer)
 
 
@@ -298,8 +293,11 @@ def score_reply(
     evaluator: Evaluator = evaluate,
     size: str = "standard",
 ) -> Score:
-    """The reward of ``reply`` to ``task`` on the problem (see the module docstring)."""
-    answer = extract_answer(task, reply)
+    """The reward of ``reply`` to ``task`` on the problem (see the module docstring); a
+    ``TaskError`` for a task the problem's family does not have."""
+    family = spec_family(problem_spec)
+    check_supported(check_task(task), family, problem_spec)
+    answer = extract_answer(task, reply, family)
     if answer is None:
         return Score(NO_ANSWER_REWARD, None, None)
     problem = resolve_problem(problem_spec, size)

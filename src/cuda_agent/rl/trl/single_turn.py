@@ -20,6 +20,15 @@ With ``jobs > 1`` a step's completions are evaluated ``jobs`` at a time through 
 (``rl.curriculum.scoring``; timing still alone on the device); the step's evaluation seconds
 are then the wall time of its scoring, shared out over its completions.
 
+Each distinct answer is evaluated once per run (``rl.curriculum.verdicts``; the verdicts are
+kept in ``verdicts.jsonl``), so a group that repeats an answer pays for one evaluation.
+``stable`` (``rl.trl.settings.StableGRPO``) sets the run against collapse: many groups per
+step, the sequence-mean loss, a KL anchor, a constant learning rate; ``guard``
+(``rl.trl.guards.GuardLimits``) stops it when replies stop answering or shrink;
+``reward_scheme="graded"`` ranks failures for training (``rl.curriculum.rewards``; the
+completions keep the harness's reward beside it); ``pairs`` limits the dataset to some
+(task, problem) pairs, such as the learnable ones of a sample (``rl.curriculum.sampling``).
+
 What it does not do: tools or multi-turn episodes (``grpo`` does those), or evaluate the
 held-out split during training (score it before and after with
 ``rl.curriculum.evaluate.evaluate_split``).
@@ -40,16 +49,22 @@ from cuda_agent.evaluator.pipeline import evaluate
 from cuda_agent.evaluator.workspace_commands import Evaluator
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.rl.curriculum import task_names
+from cuda_agent.rl.curriculum.families import family_of, supports
 from cuda_agent.rl.curriculum.problem_set import (
-    CurriculumSpec,
-    problem_set_folder,
+    CurriculumError,
+    curriculum_folder,
     read_split,
     row_spec,
 )
-from cuda_agent.rl.curriculum.scoring import pooled_evaluator, score_batch
-from cuda_agent.rl.curriculum.tasks import check_task, messages, outcome
+from cuda_agent.rl.curriculum.rewards import check_scheme, training_reward
+from cuda_agent.rl.curriculum.scoring import pooled_evaluator
+from cuda_agent.rl.curriculum.tasks import check_task, messages
+from cuda_agent.rl.curriculum.verdicts import VerdictCache, score_replies
+from cuda_agent.rl.trl.guards import GuardLimits
+from cuda_agent.rl.trl.settings import StableGRPO
 
 COMPLETIONS_FILE = "completions.jsonl"
+VERDICTS_FILE = "verdicts.jsonl"
 
 
 def task_list(task: str) -> list[str]:
@@ -58,18 +73,43 @@ def task_list(task: str) -> list[str]:
 
 
 def curriculum_rows(
-    task: str, folder: Path, split: str, backend: str, limit: int | None = None
+    task: str,
+    folder: Path,
+    split: str,
+    backend: str,
+    limit: int | None = None,
+    pairs: list[tuple[str, str]] | None = None,
 ) -> list[dict[str, Any]]:
-    """One dataset row per problem of the split and task: ``prompt`` (the task's chat
-    prompt), ``problem`` (the problem spec) and ``task``."""
+    """One dataset row per problem of the split and task that the task supports (only the
+    (task, problem spec) ``pairs`` when given): ``prompt`` (the task's chat prompt),
+    ``problem`` (the problem spec) and ``task``."""
+    wanted = set(pairs) if pairs is not None else None
     rows = []
     for name in task_list(task):
         for row in read_split(folder, split)[:limit]:
             spec = row_spec(folder, row)
+            if not supports(name, family_of(str(row["id"]))):
+                continue
+            if wanted is not None and (name, spec) not in wanted:
+                continue
             problem = resolve_problem(spec)
             prompt = messages(name, problem, backend)
             rows.append({"prompt": prompt, "problem": spec, "task": name})
     return rows
+
+
+def fill_groups(rows: list[dict[str, Any]], settings: dict[str, Any]) -> list[dict[str, Any]]:
+    """``rows`` repeated until one generation batch of ``settings`` can be filled: TRL's
+    sampler draws ``generation batch / num_generations`` distinct rows per generation and
+    drops an incomplete draw, so fewer rows than that would take no step at all."""
+    accumulation = int(settings.get("steps_per_generation") or 0) or int(
+        settings.get("gradient_accumulation_steps") or 1
+    )
+    batch = int(settings["per_device_train_batch_size"]) * accumulation
+    wanted = max(1, batch // int(settings["num_generations"]))
+    if len(rows) >= wanted:
+        return rows
+    return (rows * (wanted // len(rows) + 1))[: max(wanted, len(rows))]
 
 
 def completion_text(completion: Any) -> str:
@@ -105,24 +145,50 @@ def run_curriculum(
     jobs: int = 1,
     stop_at: float | None = None,
     config_overrides: dict[str, Any] | None = None,
+    pairs: list[tuple[str, str]] | None = None,
+    stable: StableGRPO | dict[str, Any] | None = None,
+    guard: GuardLimits | dict[str, Any] | None = None,
+    reward_scheme: str = "harness",
+    learnable: str | Path | None = None,
+    spec: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Train ``model_path`` with GRPO for ``steps`` optimizer steps on the curriculum task;
     with ``save_model`` the trained policy and its tokenizer are saved to ``out/model``;
-    ``stop_at`` (epoch seconds): stop after the step that ends past it (fewer steps)."""
+    ``stop_at`` (epoch seconds): stop after the step that ends past it (fewer steps);
+    ``stable``, ``guard``, ``reward_scheme``, ``pairs``: see the module docstring (a dict:
+    the keys of ``StableGRPO`` / ``GuardLimits``); ``learnable``: a ``learnable.json`` whose
+    pairs are the ``pairs``; ``spec``: the problem set by its families and sizes
+    (``problem_set.curriculum_folder``) when ``folder`` is not given."""
     import torch
     from datasets import Dataset  # type: ignore[import-untyped,unused-ignore]
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer  # type: ignore[import-untyped,unused-ignore]
 
+    from cuda_agent.rl.trl.guards import CollapseGuard, guard_callback
     from cuda_agent.rl.trl.settings import grpo_settings
     from cuda_agent.rl.trl.step_log import STEPS_FILE, StepLog
 
     task_list(task)
+    check_scheme(reward_scheme)
     if steps < 1:
         raise ValueError("run_curriculum: steps must be >= 1")
     out.mkdir(parents=True, exist_ok=True)
-    source = Path(folder) if folder else problem_set_folder(CurriculumSpec(size=size))
-    rows = curriculum_rows(task, source, split, backend, limit)
+    source = curriculum_folder(folder, spec or {"size": size})
+    if learnable is not None:
+        from cuda_agent.rl.trl.curriculum_rft import read_learnable
+
+        pairs = read_learnable(Path(learnable))["pairs"]
+    if isinstance(stable, dict):
+        stable = StableGRPO(**stable)
+    if isinstance(guard, dict):
+        guard = GuardLimits(**guard)
+    rows = curriculum_rows(task, source, split, backend, limit, pairs)
+    if not rows:
+        chosen = f" among the {len(pairs)} pairs given" if pairs is not None else ""
+        raise CurriculumError(
+            f"GRPO: no problem of {source}'s {split} split for {task} to train on{chosen} "
+            "(a learnable.json names problems of the set it was sampled from)"
+        )
     options = eval_options or EvalOptions(backend=backend, baselines=tuple(baselines))
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
@@ -139,17 +205,26 @@ def run_curriculum(
         getattr(GRPOConfig, "__dataclass_fields__", {}),
     )
     settings["temperature"] = temperature
+    if stable is not None:
+        settings.update(stable.config())
     settings.update(config_overrides or {})
+    rows = fill_groups(rows, settings)
+    collapse = CollapseGuard(step_log, guard) if guard is not None else None
+    callbacks = [step_log, *([guard_callback(collapse)] if collapse else [])]
+    callbacks += [stop_at_callback(stop_at)] if stop_at else []
+    verdicts = VerdictCache(out / VERDICTS_FILE)
     with pooled_evaluator(backend, jobs, evaluator) as scorer, torch.enable_grad():
         # enable_grad: whatever the caller's global setting
-        reward = _reward_function(task, backend, options, scorer, step_log, rewards, out, jobs)
+        reward = _reward_function(
+            task, backend, options, scorer, step_log, rewards, out, jobs, verdicts, reward_scheme
+        )
         trainer = GRPOTrainer(
             model=model,
             args=GRPOConfig(**settings),
             train_dataset=Dataset.from_list(rows),
             processing_class=tokenizer,
             reward_funcs=[reward],
-            callbacks=[step_log, *([stop_at_callback(stop_at)] if stop_at else [])],
+            callbacks=callbacks,
         )
         before = {
             name: p.detach().cpu().clone()
@@ -157,6 +232,8 @@ def run_curriculum(
             if p.requires_grad
         }
         output = trainer.train()
+    if trainer.state.global_step == 0:
+        raise CurriculumError(f"GRPO took no step on {len(rows)} dataset rows ({settings})")
     if save_model:
         trainer.save_model(str(out / "model"))
         tokenizer.save_pretrained(out / "model")
@@ -169,6 +246,7 @@ def run_curriculum(
         "changed_params": changed,
         "metrics": list(trainer.state.log_history),
         "per_step": step_log.steps,
+        "stopped_by_guard": collapse.reason if collapse else None,
     }
 
 
@@ -203,6 +281,8 @@ def _reward_function(
     rewards: list[float],
     out: Path,
     jobs: int = 1,
+    verdicts: VerdictCache | None = None,
+    scheme: str = "harness",
 ) -> Callable[..., list[float | None]]:
     def reward(
         prompts: list[Any],
@@ -217,29 +297,33 @@ def _reward_function(
         tasks = list(columns.get("task") or [task] * len(specs))
         texts = [completion_text(completion) for completion in completions]
         began = time.monotonic()
-        batch = score_batch(tasks, specs, texts, backend, options, evaluator, jobs)
+        batch = score_replies(tasks, specs, texts, backend, options, evaluator, jobs, verdicts)
         share = (time.monotonic() - began) / max(1, len(batch))  # wall time, shared out
         scores: list[float | None] = []
-        for index, score in enumerate(batch):
+        lines = []
+        for index, verdict in enumerate(batch):
             tokens = len(completion_ids[index]) if completion_ids is not None else None
-            flags = list(score.result.flags) if score.result is not None else []
-            step_log.record(score.reward, score.correct, share, tokens, flags, outcome(score))
-            scores.append(score.reward)
-            rewards.append(score.reward)
-            error = score.result.error if score.result is not None else None
+            value = training_reward(verdict, scheme)
+            flags = list(verdict.flags)
+            step_log.record(value, verdict.passed, share, tokens, flags, verdict.outcome)
+            scores.append(value)
+            rewards.append(value)
             line = {
                 "step": int(getattr(trainer_state, "global_step", 0)) + 1,
                 "task": tasks[index],
                 "problem": specs[index],
                 "reply": texts[index],
-                "answer": score.answer,
-                "reward": score.reward,
-                "error_stage": error.stage if error is not None else None,
-                "outcome": outcome(score),
+                "answer": verdict.answer,
+                "reward": verdict.reward,  # the harness's
+                "training_reward": value,
+                "error_stage": verdict.error_stage,
+                "outcome": verdict.outcome,
                 "flags": flags,
+                "cached": verdict.cached,
             }
-            with open(out / COMPLETIONS_FILE, "a", encoding="utf-8") as handle:
-                handle.write(json.dumps(line) + "\n")
+            lines.append(json.dumps(line) + "\n")
+        with open(out / COMPLETIONS_FILE, "a", encoding="utf-8") as handle:
+            handle.writelines(lines)
         return scores
 
     reward.__name__ = task.replace("-", "_").replace("+", "_")

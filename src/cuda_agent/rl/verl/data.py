@@ -100,12 +100,13 @@ def write_curriculum_dataset(
     task: str, folder: str | None, split: str, out: Path, backend: str, size: str = "standard"
 ) -> int:
     """Write one split of a curriculum problem set (when ``folder`` is None, the default set
-    at ``size``) as single-turn rows of ``task`` to ``out`` (parquet); returns the number of
-    rows."""
+    at ``size``) as single-turn rows of ``task`` to ``out`` (parquet), the problems ``task``
+    supports (``families.supports``); returns the number of rows."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from cuda_agent.problems.sets import resolve_problem
+    from cuda_agent.rl.curriculum.families import family_of, supports
     from cuda_agent.rl.curriculum.problem_set import (
         CurriculumSpec,
         problem_set_folder,
@@ -117,6 +118,8 @@ def write_curriculum_dataset(
     source = Path(folder) if folder else problem_set_folder(CurriculumSpec(size=size))
     rows = []
     for index, row in enumerate(read_split(source, split)):
+        if not supports(task, family_of(str(row["id"]))):
+            continue  # fill-in has no row-wise or reduction problems
         spec = row_spec(source, row)
         problem = resolve_problem(spec)
         rows.append(

@@ -1,0 +1,286 @@
+"""Does a small model learn to write kernels? Base, RFT and RFT+GRPO on the same held-out problems.
+
+Usage: python benchmarks/kernel_learning.py PHASE [--model qwen-coder-0.5b] [--task kernel]
+       [--backend cuda] [--state DIR] [--out DIR] [--deadline EPOCH] [options]
+
+Phases (each fits one 10-minute device call; what the next needs stays in ``--state``):
+
+* ``rft``: ``train rft``'s path (``rl.trl.curriculum_rft.run_rft``): the base model sampled over
+  the training split (``--train-samples`` at ``--temperature``, each distinct answer evaluated
+  once, verdicts kept in the state, so a retry of a cut phase re-evaluates nothing), the
+  learnable problems (base pass rate strictly between 0 and 1), the model's own passing,
+  deduplicated replies as supervised examples, one round of fine-tuning -> ``STATE/rft/model``
+  (the sample is scored untimed: every check of the policy, no speed-up, since a pass is all
+  fine-tuning needs; a ``samples.jsonl`` already in the state is used instead of sampling);
+* ``heldout ARM``: the held-out split scored for one arm, ``--samples`` replies per problem:
+  ``base`` (the base model at ``--temperature``), ``null`` (the same sampling with another seed,
+  no training: the noise floor), ``greedy`` (the base at temperature 0, one reply), ``rft``,
+  ``grpo`` -> ``STATE/heldout/ARM.json``;
+* ``grpo``: GRPO from the RFT model on its learnable training problems, set against collapse
+  (``rl.trl.settings.StableGRPO``: ``--rollouts`` a step, loss ``grpo``, KL ``--beta``, constant
+  ``--lr``, truncated replies masked; ``rl.trl.guards``: stop when no-answer replies double or
+  replies shrink by 40%), ``--reward harness|graded``, until ``--deadline`` ->
+  ``STATE/grpo/model``;
+* ``report``: every arm scored so far against ``base`` (``rl.curriculum.report``: pass rates
+  with intervals from resampling problems, the paired difference and its sign test, outcome
+  mix, pass@8, rewarded replies with an integrity flag) and per op and family ->
+  ``OUT/learning.json``, ``OUT/learning.md``; the table is printed last.
+
+Every evaluation is the harness's under the task's policy (``strict`` for ``kernel``, the
+memory check on). A progress line comes at least every generation batch and scoring pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ARMS = ("base", "null", "greedy", "rft", "grpo")
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("phase", choices=("rft", "heldout", "grpo", "report"))
+    parser.add_argument("arm", nargs="?", choices=ARMS, help="the arm of a heldout phase")
+    parser.add_argument("--model", default="qwen-coder-0.5b")
+    parser.add_argument("--task", default="kernel")
+    parser.add_argument("--backend", default="cuda")
+    parser.add_argument("--state", default="/tmp/learn-state")
+    parser.add_argument("--out", default="gpu-results/learning")
+    parser.add_argument("--families", default="elementwise,chain,rowwise,reduction")
+    parser.add_argument("--n-train", type=int, default=160)
+    parser.add_argument("--n-heldout", type=int, default=48)
+    parser.add_argument("--train-limit", type=int, help="the first N training problems only")
+    parser.add_argument("--heldout-limit", type=int, help="the first N held-out problems only")
+    parser.add_argument("--train-samples", type=int, default=8)
+    parser.add_argument("--samples", type=int, default=8, help="held-out replies per problem")
+    parser.add_argument("--temperature", type=float, default=0.8)
+    parser.add_argument("--max-new-tokens", type=int, default=384)
+    parser.add_argument("--batch-prompts", type=int, default=16)
+    parser.add_argument("--jobs", type=int, default=12, help="evaluations at once")
+    parser.add_argument("--per-problem", type=int, default=4, help="RFT answers per problem")
+    parser.add_argument("--sft-lr", type=float, default=1e-5)
+    parser.add_argument("--sft-epochs", type=float, default=2.0)
+    parser.add_argument("--sft-batch", type=int, default=16)
+    parser.add_argument("--sft-max-steps", type=int, default=-1)
+    parser.add_argument("--steps", type=int, default=40, help="GRPO optimizer steps at most")
+    parser.add_argument("--rollouts", type=int, default=64, help="GRPO replies per step")
+    parser.add_argument("--generations", type=int, default=8, help="GRPO replies per group")
+    parser.add_argument("--micro-batch", type=int, default=16)
+    parser.add_argument("--lr", type=float, default=1e-6, help="GRPO learning rate")
+    parser.add_argument("--beta", type=float, default=0.04)
+    parser.add_argument("--loss", default="grpo", help="GRPO loss_type")
+    parser.add_argument("--reward", default="graded", choices=("harness", "graded"))
+    parser.add_argument("--deadline", type=float, help="epoch seconds by which to stop")
+    return parser.parse_args(argv)
+
+
+def folder_of(args: argparse.Namespace) -> Path:
+    from cuda_agent.rl.curriculum.problem_set import curriculum_folder
+
+    spec = {
+        "size": "small",
+        "families": args.families.split(","),
+        "n_train": args.n_train,
+        "n_heldout": args.n_heldout,
+    }
+    return curriculum_folder(None, spec)
+
+
+def options_of(args: argparse.Namespace, timed: bool = True) -> Any:
+    """The evaluation options: the task's policy comes from the task; timed against eager
+    (the reward's 2 for a kernel faster than eager), or untimed where only a pass matters."""
+    from cuda_agent.evaluator.options import EvalOptions
+
+    return EvalOptions(backend=args.backend, baselines=("eager",) if timed else ())
+
+
+def phase_rft(args: argparse.Namespace, state: Path, model: str) -> None:
+    from cuda_agent.rl.curriculum.generation import SamplingSettings
+    from cuda_agent.rl.trl.curriculum_rft import run_rft
+    from cuda_agent.rl.trl.sft import SFTSettings
+
+    out = state / "rft"
+    samples_file = out / "samples.jsonl"
+    summary = run_rft(
+        model,
+        args.task,
+        args.backend,
+        out,
+        folder=folder_of(args),
+        sampling=SamplingSettings(
+            args.train_samples, args.temperature, args.max_new_tokens, 0, args.batch_prompts
+        ),
+        sft=SFTSettings(
+            learning_rate=args.sft_lr,
+            epochs=args.sft_epochs,
+            batch=args.sft_batch,
+            max_steps=args.sft_max_steps,
+        ),
+        per_problem=args.per_problem,
+        limit=args.train_limit,
+        jobs=args.jobs,
+        samples_file=samples_file if samples_file.is_file() else None,
+        eval_options=options_of(args, timed=False),  # fine-tuning needs passes, not speed
+        log=log,
+    )
+    keys = ("replies", "base_pass_rate", "problems", "learnable", "examples", "outcomes")
+    print(json.dumps({k: summary[k] for k in keys} | {"seconds": summary["seconds"]}))
+
+
+def phase_heldout(args: argparse.Namespace, state: Path, model: str) -> None:
+    from cuda_agent.rl.curriculum.generation import SamplingSettings
+    from cuda_agent.rl.curriculum.sampling import sample_split
+    from cuda_agent.rl.curriculum.verdicts import VerdictCache
+
+    arm = args.arm or "base"
+    paths = {"rft": state / "rft" / "model", "grpo": state / "grpo" / "model"}
+    policy = str(paths[arm]) if arm in paths else model
+    if arm in paths and not paths[arm].is_dir():
+        raise SystemExit(f"heldout {arm}: no model at {paths[arm]} (run the {arm} phase first)")
+    greedy = arm == "greedy"
+    settings = SamplingSettings(
+        samples=1 if greedy else args.samples,
+        temperature=0.0 if greedy else args.temperature,
+        max_new_tokens=args.max_new_tokens,
+        seed=1 if arm == "null" else 0,
+        batch_prompts=args.batch_prompts,
+    )
+    log(f"held-out, arm {arm}: {policy}, {settings}")
+    began = time.monotonic()
+    samples = sample_split(
+        policy,
+        args.task,
+        args.backend,
+        folder_of(args),
+        "heldout",
+        settings,
+        limit=args.heldout_limit,
+        jobs=args.jobs,
+        options=options_of(args),
+        cache=VerdictCache(state / "heldout" / "verdicts.jsonl"),
+        log=log,
+    )
+    record = {
+        "arm": arm,
+        "model": policy,
+        "settings": vars(settings),
+        "seconds": round(time.monotonic() - began, 1),
+        "replies": [s.as_dict() for s in samples],
+    }
+    target = state / "heldout" / f"{arm}.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(record), encoding="utf-8")
+    passed = sum(s.passed for s in samples)
+    log(f"held-out {arm}: {passed}/{len(samples)} passed in {record['seconds']} s -> {target}")
+
+
+def phase_grpo(args: argparse.Namespace, state: Path) -> None:
+    from cuda_agent.rl.trl.single_turn import run_curriculum
+
+    start = state / "rft" / "model"
+    if not start.is_dir():
+        raise SystemExit(f"grpo: no RFT model at {start} (run the rft phase first)")
+    stable = {
+        "num_generations": args.generations,
+        "rollouts": args.rollouts,
+        "micro_batch": args.micro_batch,
+        "learning_rate": args.lr,
+        "beta": args.beta,
+        "loss_type": args.loss,
+    }
+    deadline = args.deadline - 45 if args.deadline else None  # saving the policy
+    learnable = state / "rft" / "learnable.json"
+    base = json.loads(learnable.read_text(encoding="utf-8"))
+    # no-answer replies against the base's share in its sample; length against the first step
+    guard = {"format_share": base["format_share"]}
+    summary = run_curriculum(
+        str(start),
+        args.task,
+        args.steps,
+        args.backend,
+        state / "grpo",
+        folder=folder_of(args),
+        max_completion_length=args.max_new_tokens,
+        temperature=args.temperature,
+        save_model=True,
+        jobs=args.jobs,
+        stop_at=deadline,
+        learnable=learnable,
+        stable=stable,
+        guard=guard,
+        reward_scheme=args.reward,
+        eval_options=options_of(args),
+    )
+    for step in summary["per_step"]:
+        print(
+            json.dumps(
+                {k: step.get(k) for k in ("step", "mean_reward", "pass_rate", "outcomes")}
+                | {"tokens": step.get("completion_tokens"), "s": step["seconds"]["step"]}
+            )
+        )
+    log(f"grpo: {summary['steps']} steps; stopped by guard: {summary['stopped_by_guard']}")
+
+
+def phase_report(args: argparse.Namespace, state: Path) -> None:
+    from cuda_agent.rl.curriculum.report import (
+        arm_from_replies,
+        markdown_table,
+        per_op_table,
+        to_dict,
+    )
+
+    arms = []
+    for name in ARMS:
+        path = state / "heldout" / f"{name}.json"
+        if path.is_file():
+            replies = json.loads(path.read_text(encoding="utf-8"))["replies"]
+            arms.append(arm_from_replies(name, replies))
+    if not arms or arms[0].name != "base":
+        raise SystemExit("report: no base arm scored yet (heldout base first)")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    extra: dict[str, Any] = {}
+    for name in ("rft", "grpo"):
+        summary = state / name / ("summary.json" if name == "rft" else "steps.jsonl")
+        if summary.is_file():
+            extra[name] = summary.read_text(encoding="utf-8")
+    data = to_dict(arms, "base", ks=(1, args.samples))
+    (out / "learning.json").write_text(json.dumps(data | {"runs": extra}, indent=1), "utf-8")
+    table = markdown_table(arms, "base", k=args.samples)
+    families = per_op_table(arms, by="family")
+    ops = per_op_table(arms)
+    (out / "learning.md").write_text(f"{table}\n\n{families}\n\n{ops}\n", encoding="utf-8")
+    print(f"\n{ops}\n\n{families}\n\n{table}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    from cuda_agent.rl.models.path import resolve_model_path
+
+    state = Path(args.state)
+    state.mkdir(parents=True, exist_ok=True)
+    if args.phase == "report":
+        phase_report(args, state)
+        return 0
+    model = resolve_model_path(args.model)
+    log(f"model {model}; problems {folder_of(args)}")
+    if args.phase == "rft":
+        phase_rft(args, state, model)
+    elif args.phase == "heldout":
+        phase_heldout(args, state, model)
+    else:
+        phase_grpo(args, state)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

