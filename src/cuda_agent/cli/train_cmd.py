@@ -51,8 +51,12 @@ def train_command(
     # 'tiny' and 'smollm2' become their folders in the cache; a stage that loads the model
     # here (grpo) checks a hub id now, so an offline machine fails in seconds with one line
     loads_here = stage == "grpo" or (stage == "rft" and bool(task))
-    resolve_config_models(settings, check_hub=loads_here and not dry_run)
+    # a dry run names the built-in models' folders but builds or converts nothing
+    resolve_config_models(settings, check_hub=loads_here and not dry_run, build=not dry_run)
     resolved = plan(stage, settings)
+    path = settings.get("model", {}).get("path")
+    if dry_run and isinstance(path, str) and Path(path).is_absolute() and not Path(path).exists():
+        resolved.notes.append(f"the model {model or path} is built into {path} on first use")
     if as_json:
         print_json(resolved.as_dict())
     elif dry_run:

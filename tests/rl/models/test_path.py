@@ -112,3 +112,24 @@ def test_model_tiny_in_the_plans_and_in_a_real_grpo_step(tmp_path: Path) -> None
     assert step.returncode == 0, step.stderr[-2000:]
     summary = json.loads(step.stdout.strip().splitlines()[-1])
     assert summary["steps"] == 1 and summary["rewards"] == [-1.0, -1.0]
+
+
+@pytest.mark.parametrize("stage", ["grpo", "rft"])
+def test_a_dry_run_names_the_built_in_models_folder_and_builds_nothing(
+    tmp_path: Path, stage: str
+) -> None:
+    """``--dry-run`` starts nothing: the tiny model's folder is named in the plan, with a note
+    that it is built on first use, and is not built (issue 50: a dry run converted the 0.5B)."""
+    cache = tmp_path / "cache"
+    plan = cli(
+        "train", stage, "--model", "tiny", "--task", "fill-in", "--dry-run", "--json",
+        CUDA_AGENT_CACHE=str(cache),
+    )  # fmt: skip
+    assert plan.returncode == 0, plan.stderr[-1500:]
+    data = json.loads(plan.stdout)
+    folder = Path(data["engine_options"]["model_path"])
+    assert folder.parent == cache / "models" and folder.name.startswith("tiny-")
+    assert not folder.exists()
+    assert any("built into" in note for note in data["notes"])
+    built = cli("models", "path", "tiny", CUDA_AGENT_CACHE=str(cache))
+    assert built.stdout.strip() == str(folder)  # the folder the real run uses

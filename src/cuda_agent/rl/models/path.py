@@ -46,17 +46,20 @@ LOCAL_HINT = (
 )
 
 
-def resolve_model_path(spec: str, check_hub: bool = True) -> str:
+def resolve_model_path(spec: str, check_hub: bool = True, build: bool = True) -> str:
+    """The folder or hub id ``spec`` names (module docstring); ``build=False``: a built-in
+    model's folder is named, its source checked, but nothing is built or converted (a dry
+    run starts nothing)."""
     if spec == TINY:
-        return str(tiny_model_path())
+        return str(tiny_model_path(build))
     if spec == SMOLLM2:
         from cuda_agent.rl.models.smollm2 import smollm2_model_path
 
-        return str(smollm2_model_path())
+        return str(smollm2_model_path(build))
     if spec in QWEN_CODER:
         from cuda_agent.rl.models.qwen_coder import qwen_coder_model_path
 
-        return str(qwen_coder_model_path(spec))
+        return str(qwen_coder_model_path(spec, build))
     path = Path(spec).expanduser()
     if path.is_dir():
         return str(path.resolve())
@@ -67,22 +70,24 @@ def resolve_model_path(spec: str, check_hub: bool = True) -> str:
     return spec
 
 
-def resolve_config_models(config: dict[str, Any], check_hub: bool) -> None:
-    """``model.path`` and ``model.critic_path`` of a stage configuration, resolved in place."""
+def resolve_config_models(config: dict[str, Any], check_hub: bool, build: bool = True) -> None:
+    """``model.path`` and ``model.critic_path`` of a stage configuration, resolved in place
+    (``build=False``: named, not built; see ``resolve_model_path``)."""
     model = config.get("model")
     if not isinstance(model, dict):
         return
     for key in ("path", "critic_path"):
         if isinstance(model.get(key), str) and model[key]:
-            model[key] = resolve_model_path(model[key], check_hub)
+            model[key] = resolve_model_path(model[key], check_hub, build)
 
 
-def tiny_model_path() -> Path:
-    """The tiny model's folder in the cache, built there first if missing."""
+def tiny_model_path(build: bool = True) -> Path:
+    """The tiny model's folder in the cache, built there first if missing (and ``build``)."""
     from cuda_agent.rl.models.tiny import build_tiny_model, training_corpus
 
     digest = hashlib.sha256(json.dumps(training_corpus()).encode()).hexdigest()[:12]
-    return build_once(cache_root() / "models" / f"tiny-{digest}", build_tiny_model)
+    folder = cache_root() / "models" / f"tiny-{digest}"
+    return build_once(folder, build_tiny_model) if build else folder
 
 
 def _check_hub(repo: str) -> None:

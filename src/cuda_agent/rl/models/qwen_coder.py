@@ -96,12 +96,15 @@ def folder_for(source: PartsSource) -> Path:
     return cache_root() / "models" / f"{source.name}-{digest}"
 
 
-def qwen_coder_model_path(name: str) -> Path:
-    """The converted folder of model ``name`` (see the module docstring)."""
+def qwen_coder_model_path(name: str, build: bool = True) -> Path:
+    """The converted folder of model ``name`` (see the module docstring); ``build=False``:
+    the parts are checked and the folder named, but not converted when missing."""
     source = SOURCES[name]
     parts = part_files(source)
     check_parts(source, parts)
     folder = folder_for(source)
+    if not build and not (folder / "config.json").is_file():
+        return folder
     if not (folder / "config.json").is_file():
         if importlib.util.find_spec("gguf") is None:
             raise ModelPathError(

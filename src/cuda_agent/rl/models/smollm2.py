@@ -89,12 +89,15 @@ def folder_for(sha256: str) -> Path:
     return cache_root() / "models" / f"{SMOLLM2}-{digest}"
 
 
-def smollm2_model_path() -> Path:
+def smollm2_model_path(build: bool = True) -> Path:
     """The converted folder in the cache, converted there first if missing (see the module
-    docstring); its recorded GGUF SHA-256 is checked against the installed file."""
+    docstring); its recorded GGUF SHA-256 is checked against the installed file.
+    ``build=False``: the folder named, not converted when missing."""
     gguf = find_gguf()
     sha256 = file_sha256(gguf)
     folder = folder_for(sha256)
+    if not build and not (folder / "config.json").is_file():
+        return folder
     if not (folder / "config.json").is_file():
         _require_gguf_reader()
         _convert_into(gguf, sha256, folder)
