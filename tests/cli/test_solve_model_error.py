@@ -46,5 +46,10 @@ def test_an_unreachable_endpoint_is_named_and_exits_3(tmp_path: Path) -> None:
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    line = error_line(solve(f"http://127.0.0.1:{port}/v1", tmp_path / "run"))
+    done = solve(f"http://127.0.0.1:{port}/v1", tmp_path / "run")
+    line = error_line(done)
     assert "the model endpoint failed: gave up after 6 attempts" in line
+    # the wait is never silent: each retry says what failed and when the next attempt comes
+    retries = [ln for ln in done.stderr.splitlines() if "retrying in" in ln]
+    assert len(retries) == 5, done.stderr
+    assert f"127.0.0.1:{port}" in retries[0] and "(attempt 2 of 6)" in retries[0]

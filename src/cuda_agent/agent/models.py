@@ -29,6 +29,7 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from cuda_agent.agent import server_errors, tool_text, wire
@@ -113,7 +114,10 @@ class OpenAIChatModel:
         tool_format: str = "auto",
         stream: bool = False,
         transport: str = "auto",
+        on_retry: Callable[[str], None] | None = None,
     ) -> None:
+        """``on_retry`` gets one line before each retry of a transient failure: what failed
+        and when the next attempt comes (a CLI prints it, so a wait is never silent)."""
         if tool_format not in TOOL_FORMATS:
             raise ValueError(f"tool format {tool_format!r}: choose from {', '.join(TOOL_FORMATS)}")
         self.name = model
@@ -126,6 +130,7 @@ class OpenAIChatModel:
         self.tool_format = tool_format
         self.stream = stream
         self.transport = transport
+        self.on_retry = on_retry
         self.protocol = "native" if tool_format in ("auto", "native") else tool_format
         self.token_param = "max_tokens"
         self.reasoning_key: str | None = None  # the field this server returns reasoning in
@@ -190,7 +195,13 @@ class OpenAIChatModel:
             except wire.Unreachable as err:
                 last = str(err)
             if attempt < self.max_retries:
-                time.sleep(self.backoff_s * (2**attempt))
+                delay = self.backoff_s * (2**attempt)
+                if self.on_retry is not None:
+                    self.on_retry(
+                        f"model endpoint {self.base_url}: {last}; retrying in {delay:g} s "
+                        f"(attempt {attempt + 2} of {self.max_retries + 1})"
+                    )
+                time.sleep(delay)
         raise ModelError(f"gave up after {self.max_retries + 1} attempts: {last}")
 
     def _adapt(self, problem: server_errors.ServerProblem, tools: list[dict[str, Any]]) -> bool:

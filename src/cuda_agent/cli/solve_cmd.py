@@ -123,7 +123,13 @@ def make_model(
         )
     require_http_url("--base-url", base_url)
     key = os.environ.get(api_key_env, "")
-    return OpenAIChatModel(model, base_url, key, tool_format=tool_format, stream=stream)
+    return OpenAIChatModel(
+        model, base_url, key, tool_format=tool_format, stream=stream, on_retry=_say_retry
+    )
+
+
+def _say_retry(line: str) -> None:
+    err_console.print(f"note: {line}", markup=False, highlight=False, soft_wrap=True)
 
 
 def check_tool_format(tool_format: str) -> str:
