@@ -68,3 +68,19 @@ def test_a_suggested_command_is_one_line_when_output_is_not_a_terminal(tmp_path:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert f"report: cuda-agent bench report {out}" in done.stdout.splitlines()[-1]
+
+
+def test_a_solutions_syntax_error_names_its_line_and_column(tmp_path: Path) -> None:
+    """``eval`` of a solution that does not parse: the verdict's message says file:line:column,
+    as a problem's syntax error does (issue 50: a solution's had no column)."""
+    import json
+
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x)\n"
+        "        return x\n"
+    )
+    done = run_cli("eval", "relu", str(bad), "--backend", "cpu", "--json")
+    assert done.returncode == 0, done.stderr  # an evaluation was produced: the verdict
+    error = json.loads(done.stdout)["error"]
+    assert error == {"stage": "static", "message": "bad.py:3:25: syntax error: expected ':'"}

@@ -5,9 +5,9 @@ from cuda_agent.solutions.static import analyse
 HEADER = "import torch\nfrom torch.utils.cpp_extension import load_inline\n"
 
 
-def test_syntax_error_has_file_and_line() -> None:
+def test_syntax_error_has_file_line_and_column() -> None:
     report = analyse("class ModelNew:\n    def f(self)\n        pass\n", "model_new.py")
-    assert report.error == "model_new.py:2: syntax error: expected ':'"
+    assert report.error == "model_new.py:2:16: syntax error: expected ':'"
 
 
 def test_model_new_is_required() -> None:

@@ -92,7 +92,8 @@ def analyse(source: str, filename: str) -> StaticReport:
     try:
         tree = parse_module(source, filename=filename)
     except SyntaxError as err:
-        report.error = f"{filename}:{err.lineno}: syntax error: {err.msg}"
+        column = f":{err.offset}" if err.offset else ""  # file:line:column, as compilers say
+        report.error = f"{filename}:{err.lineno}{column}: syntax error: {err.msg}"
         return report
     if not _defines(tree, "ModelNew"):
         report.error = f"{filename}: defines no top-level `class ModelNew`"
