@@ -106,6 +106,9 @@ def test_cli_bench_run_and_report(solutions: Path, tmp_path: Path) -> None:
     assert 0 < use["device_work_s"] <= use["device_held_s"] <= use["wall_s"]
     assert use["queue_wait_s"]["jobs"] >= 1 and use["phases_s"]["worker"] > 0
     assert "devices held " in run.stdout and "queue wait mean" in run.stdout
+    # the terms of that line explained beside it (issue 50 item 8)
+    legend = " ".join(run.stdout.split())
+    assert "device work: the share" in legend and "held alone to measure: the share" in legend
     report = subprocess.run(
         [
             sys.executable,

@@ -4,6 +4,7 @@ the cpu backend, run through the real console entry point in a subprocess."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -132,6 +133,10 @@ def test_demo_leaves_no_temporary_folder_behind(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr[-2000:]
     assert "files not kept" in out.stdout
     assert not list(tmp_path.glob("cuda-agent-demo-*"))
+    # the panel shows a tool's runtime line whole, torch.compile figure included (it cut the
+    # line at a fixed length, mid-word: "| torch.comp"); wrapped rows are joined back here
+    text = " ".join(out.stdout.replace("│", " ").split())
+    assert re.search(r"torch\.compile [\d.]+ us \([\d.]+x\)", text), out.stdout
 
 
 def test_problems_check_of_a_bundled_file_honours_size_small() -> None:

@@ -45,6 +45,7 @@ from cuda_agent.cli.pools import check_pool_choice, make_pool
 from cuda_agent.cli.progress_log import Reporter
 from cuda_agent.cli.report_text import print_kernelbench, print_lint_summary
 from cuda_agent.cli.solve_cmd import check_tool_format
+from cuda_agent.cluster.ledger import LEGEND as UTILIZATION_LEGEND
 from cuda_agent.cluster.ledger import describe as describe_utilization
 from cuda_agent.cluster.ledger import utilization
 from cuda_agent.cluster.pool import EvalPool
@@ -222,6 +223,7 @@ def run_command(
     _print_table([("this run", compute_metrics(chosen_attempts(read_records(out))))])
     if ran:
         out_console.print(describe_utilization(figures))
+        out_console.print(UTILIZATION_LEGEND, style="dim", markup=False, highlight=False)
     print_command_line(
         out_console, f"results: {out / 'results.jsonl'}; report: cuda-agent bench report {out}"
     )

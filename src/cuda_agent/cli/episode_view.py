@@ -1,11 +1,17 @@
-"""Readable summary of an episode: the tool calls turn by turn, then the harness's verdicts."""
+"""Readable summary of an episode: the tool calls turn by turn, then the harness's verdicts.
+
+A tool's telling output lines (the verdict, the runtime with both baselines) are shown whole,
+each on its own row, and wrap with the panel at word boundaries; other text is shortened at
+a word boundary, never mid-word."""
 
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 
 from cuda_agent.agent.trajectory import read_events
@@ -25,11 +31,14 @@ def render_episode(
             for call in message.get("tool_calls") or []:
                 pending[call["id"]] = _describe_call(call["function"])
             if not message.get("tool_calls"):
-                lines.append(f"[bold]final reply[/]: {str(message.get('content'))[:200]}")
+                reply = _shorten(str(message.get("content")), 200)
+                lines.append(f"[bold]final reply[/]: {escape(reply)}")
         elif event.get("kind") == "tool_result":
             mark = "[red]x[/]" if event.get("is_error") else "[green]>[/]"
-            label = pending.get(str(message.get("tool_call_id")), "?")
-            lines.append(f"{mark} {label}  [dim]{_gist(message.get('content') or '')}[/]")
+            label = escape(pending.get(str(message.get("tool_call_id")), "?"))
+            lines.append(f"{mark} {label}")
+            # each telling line whole, on its own row: the panel wraps it at word boundaries
+            lines += [f"    [dim]{escape(g)}[/]" for g in _gist(message.get("content") or "")]
     console.print(Panel("\n".join(lines) or "(no steps)", title="what the agent did", expand=False))
     final, best = episode.final, episode.best
     summary = [
@@ -56,16 +65,21 @@ def _describe_call(function: dict[str, str]) -> str:
         return f"{function.get('name')}(malformed arguments)"
     name = function.get("name", "?")
     if name == "bash":
-        return f"bash: {str(args.get('command'))[:60]}"
+        return f"bash: {_shorten(str(args.get('command')), 70)}"
     if "path" in args:
         return f"{name} {args['path']}"
     return name
 
 
-def _gist(output: str) -> str:
-    """The most telling lines of a tool's output (a verdict and the runtime, if any)."""
+def _gist(output: str) -> list[str]:
+    """The most telling lines of a tool's output (a verdict and the runtime, if any), whole;
+    else its first line, shortened at a word boundary."""
     lines = [ln.split("\t", 1)[-1].strip() for ln in output.strip().splitlines() if ln.strip()]
     keys = ("correctness:", "runtime:", "verify: FAILED", "compile: FAILED", "reward:")
     telling = [ln for ln in lines if ln.startswith(keys)]
-    chosen = telling[:2] if telling else lines[:1]
-    return " | ".join(chosen)[:110]
+    return telling[:2] if telling else [_shorten(ln, 110) for ln in lines[:1]]
+
+
+def _shorten(text: str, width: int) -> str:
+    """``text`` on one line, cut at a word boundary before ``width`` characters (with ...)."""
+    return textwrap.shorten(" ".join(text.split()), width, placeholder=" ...") or text[:width]

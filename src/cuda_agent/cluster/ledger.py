@@ -27,7 +27,8 @@ figures ``bench run`` prints and writes to ``run.json``:
   measure (kernel record, time, stream check, profile), the part of a verdict no other job can
   overlap: the bound on verdicts per device-hour.
 
-What it does not do: measure the GPU itself (no NVML); "held" is the pool's view.
+``describe`` is the line ``bench run`` prints; ``LEGEND`` says what its terms mean (printed
+after it). What it does not do: measure the GPU itself (no NVML); "held" is the pool's view.
 """
 
 from __future__ import annotations
@@ -138,6 +139,14 @@ def utilization(
             "jobs": len(waits),
         }
     return out
+
+
+LEGEND = (
+    "devices held: the share of the run's wall time the devices were given to a job; device "
+    "work: the share the workers spent on device work (reference and inputs, import, "
+    "verification, timing); held alone to measure: the share a job held its device alone, "
+    "to time and profile (what bounds verdicts per device-hour); docs/benchmarking.md"
+)
 
 
 def describe(figures: dict[str, Any]) -> str:
