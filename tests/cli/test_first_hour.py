@@ -137,6 +137,10 @@ def test_demo_leaves_no_temporary_folder_behind(tmp_path: Path) -> None:
     # line at a fixed length, mid-word: "| torch.comp"); wrapped rows are joined back here
     text = " ".join(out.stdout.replace("│", " ").split())
     assert re.search(r"torch\.compile [\d.]+ us \([\d.]+x\)", text), out.stdout
+    # in a log, a line per turn as the agent works (there were only "still running" lines)
+    turns = re.findall(r"^\[demo \d+m\d+s\] turn (\d+): (.+)$", out.stderr, re.M)
+    assert ("1", "read_file SKILL.md") in turns, out.stderr
+    assert any(call == "bash: cuda-agent tool verify" for _, call in turns), out.stderr
 
 
 def test_problems_check_of_a_bundled_file_honours_size_small() -> None:

@@ -24,6 +24,7 @@ from cuda_agent.cli.common import (
     resolve_backend,
     resolve_size,
 )
+from cuda_agent.cli.episode_follow import follow_episode
 from cuda_agent.cli.episode_view import render_episode
 from cuda_agent.cli.progress_log import Status
 from cuda_agent.core.types import Problem
@@ -69,7 +70,8 @@ def run_demo(problem: Problem, backend: str, run_dir: Path, kept: bool) -> float
     )
     with ReplayServer(demo_script(backend)) as server:
         model = OpenAIChatModel("replay", server.base_url, "unused", max_retries=2, backoff_s=0.2)
-        with Status("demo", f"agent (replayed) working on {problem.id}, {backend} backend"):
+        status = Status("demo", f"agent (replayed) working on {problem.id}, {backend} backend")
+        with status, follow_episode(run_dir / "trajectory.jsonl", status):
             episode = run_episode(problem, DEMO_PROBLEM, model, run_dir, config)
     render_episode(out_console, run_dir / "trajectory.jsonl", episode, kept=kept)
     return episode.reward

@@ -29,7 +29,7 @@ def render_episode(
         message = event.get("message") or {}
         if event.get("kind") == "message" and message.get("role") == "assistant":
             for call in message.get("tool_calls") or []:
-                pending[call["id"]] = _describe_call(call["function"])
+                pending[call["id"]] = describe_call(call["function"])
             if not message.get("tool_calls"):
                 reply = _shorten(str(message.get("content")), 200)
                 lines.append(f"[bold]final reply[/]: {escape(reply)}")
@@ -58,7 +58,8 @@ def render_episode(
     console.print(Panel("\n".join(summary), title="result", expand=False))
 
 
-def _describe_call(function: dict[str, str]) -> str:
+def describe_call(function: dict[str, str]) -> str:
+    """A tool call in a few words: ``bash: <command>``, ``write_file <path>``, the name."""
     try:
         args = json.loads(function.get("arguments") or "{}")
     except json.JSONDecodeError:

@@ -22,7 +22,9 @@ from cuda_agent.cli.common import (
     resolve_backend,
     resolve_size,
 )
+from cuda_agent.cli.episode_follow import follow_episode
 from cuda_agent.cli.episode_view import render_episode
+from cuda_agent.cli.progress_log import Status
 from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.problems.sets import resolve_problem
@@ -87,7 +89,8 @@ def solve_command(
         language=language or "cuda",
     )
     spec = problem if not Path(problem).exists() else str(Path(problem).resolve())
-    with err_console.status(f"agent working on {prob.id} ({chosen}) -> {out}"):
+    status = Status("solve", f"agent working on {prob.id} ({chosen}) -> {out}")
+    with status, follow_episode(out / "trajectory.jsonl", status):
         episode = run_episode(prob, spec, chat, out, config, resume=resume)
     if as_json:
         print_json({"problem": prob.id, **episode.to_dict()})
