@@ -137,6 +137,12 @@ def test_demo_leaves_no_temporary_folder_behind(tmp_path: Path) -> None:
     # line at a fixed length, mid-word: "| torch.comp"); wrapped rows are joined back here
     text = " ".join(out.stdout.replace("│", " ").split())
     assert re.search(r"torch\.compile [\d.]+ us \([\d.]+x\)", text), out.stdout
+    # which figure is the reward's is said, and that each figure is one measurement (the
+    # final and best-verified speed-ups differed with nothing saying why)
+    assert re.search(
+        r"episode reward \(harness\): 1, from the (final|best verified) evaluation", text
+    )
+    assert "each figure is one measurement" in text
     # in a log, a line per turn as the agent works (there were only "still running" lines)
     turns = re.findall(r"^\[demo \d+m\d+s\] turn (\d+): (.+)$", out.stderr, re.M)
     assert ("1", "read_file SKILL.md") in turns, out.stderr

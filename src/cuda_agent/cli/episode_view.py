@@ -41,20 +41,29 @@ def render_episode(
             lines += [f"    [dim]{escape(g)}[/]" for g in _gist(message.get("content") or "")]
     console.print(Panel("\n".join(lines) or "(no steps)", title="what the agent did", expand=False))
     final, best = episode.final, episode.best
+    counted = "final" if best is None or final.reward >= best.reward else "best verified"
     summary = [
         f"exit: {episode.exit_reason} after {episode.turns} turns, "
         f"{episode.context_tokens} tokens in context; sandbox: {episode.sandbox}",
-        f"final: {'correct' if final.correct else 'not correct'}, reward {final.reward:g}, "
+        f"final (the harness's evaluation of the workdir as the agent left it): "
+        f"{'correct' if final.correct else 'not correct'}, reward {final.reward:g}, "
         f"runtime {fmt_us(final.runtime_us)}, x eager {fmt_x(final.speedup_eager)}, "
         f"x compile {fmt_x(final.speedup_compile)}",
     ]
     if best is not None:
         summary.append(
-            f"best verified: reward {best.reward:g}, x eager "
-            f"{fmt_x(best.speedup_eager)}, x compile {fmt_x(best.speedup_compile)}"
+            f"best verified (the harness's best verify during the episode): reward "
+            f"{best.reward:g}, x eager {fmt_x(best.speedup_eager)}, x compile "
+            f"{fmt_x(best.speedup_compile)}"
         )
     files = f"files in {episode.out_dir}" if kept else "files not kept (--out DIR keeps them)"
-    summary.append(f"episode reward (harness): {episode.reward:g}; {files}")
+    summary.append(
+        f"episode reward (harness): {episode.reward:g}, from the {counted} evaluation; {files}"
+    )
+    summary.append(
+        "each figure is one measurement: timings of the same kernel differ between them by "
+        "this machine's noise (on a busy CPU, tens of percent)"
+    )
     console.print(Panel("\n".join(summary), title="result", expand=False))
 
 
