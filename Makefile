@@ -8,7 +8,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-all check gpu-test models clean
+.PHONY: demo test test-all check gpu-test models clean clean-cache
 
 $(STAMP): pyproject.toml requirements.lock requirements-nodeps.lock
 	$(PYTHON) -m venv $(VENV)
@@ -43,3 +43,8 @@ gpu-test: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
+
+# the caches (builds, precompiled headers, baselines, models): yours and the tests'
+clean-cache:
+	$(BIN)/cuda-agent cache clear --yes
+	CUDA_AGENT_CACHE=$(CURDIR)/.cache/cuda-agent-tests $(BIN)/cuda-agent cache clear --yes

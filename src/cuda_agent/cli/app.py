@@ -12,7 +12,14 @@ try:  # typer vendors click since 0.2x: its parser raises its own copies of clic
 except ImportError:  # pragma: no cover - an older typer on the real click
     import click.exceptions as click_errors  # type: ignore[no-redef]
 
-from cuda_agent.cli import bench_cmd, models_cmd, problems_cmd, tool_cmd, workspace_cmd
+from cuda_agent.cli import (
+    bench_cmd,
+    cache_cmd,
+    models_cmd,
+    problems_cmd,
+    tool_cmd,
+    workspace_cmd,
+)
 from cuda_agent.cli.demo_cmd import demo_command
 from cuda_agent.cli.diagnostics import install_diagnostics
 from cuda_agent.cli.eval_cmd import eval_command
@@ -41,6 +48,7 @@ app.add_typer(workspace_cmd.app, name="workspace")
 app.add_typer(tool_cmd.app, name="tool")
 app.add_typer(bench_cmd.app, name="bench")
 app.add_typer(models_cmd.app, name="models")
+app.add_typer(cache_cmd.app, name="cache")
 app.command("eval")(eval_command)
 app.command("solve")(solve_command)
 app.command("demo")(demo_command)

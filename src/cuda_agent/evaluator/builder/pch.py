@@ -42,6 +42,7 @@ def ensure_pch(header: Path, text: str, base_command: list[str], deadline: float
     """Write ``header`` (``text``) and build its ``.gch`` if missing; True when usable."""
     gch = header.with_name(HEADER_NAME + ".gch")
     if gch.exists() and trusted(gch) and trusted(header):
+        _mark_used(header.parent)
         return True
     failed = header.with_name("FAILED")
     if failed.exists():
@@ -84,3 +85,9 @@ def ensure_pch(header: Path, text: str, base_command: list[str], deadline: float
         os.replace(tmp, gch)
         seal(gch)
     return True
+
+
+def _mark_used(folder: Path) -> None:
+    """The entry's last use, for ``cuda-agent cache prune`` (least recently used first)."""
+    with contextlib.suppress(OSError):
+        os.utime(folder)
