@@ -110,6 +110,11 @@ RUN_SKIPS = {
     "tests/rl/models/test_qwen_coder.py)",
     "cuda-agent train grpo --model tiny --task fill-in+kernel": "the same step runs in "
     "tests/rl/test_kernel_task.py",
+    "cuda-agent train rft --model qwen-coder-0.5b --task kernel": "samples 160 problems x 8 and "
+    "fine-tunes the 0.5B (a GPU's work; one real step of it runs in "
+    "tests/rl/models/test_qwen_coder.py)",
+    "cuda-agent train grpo --model runs/rft/model": "needs the model `train rft` writes; the same "
+    "options run in tests/rl/trl/test_curriculum_training.py",
 }
 # Documented exit codes other than 0, keyed like RUN_SKIPS.
 EXPECTED_RC = {
