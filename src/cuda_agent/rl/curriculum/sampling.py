@@ -87,17 +87,18 @@ def split_prompts(
     split: str,
     backend: str,
     limit: int | None = None,
-    problems: set[str] | None = None,
+    pairs: set[tuple[str, str]] | None = None,
 ) -> list[Prompted]:
     """The prompts of every rung of ``task`` over the split's problems (the first ``limit``
-    rows; only the specs in ``problems`` when given) that the rung supports."""
+    rows; only the (rung, problem spec) ``pairs`` when given) that the rung supports."""
     out: list[Prompted] = []
+    rows = read_split(folder, split)[:limit]
     for name in task_names(task):
         check_task(name)
-        for row in read_split(folder, split)[:limit]:
+        for row in rows:
             spec = row_spec(folder, row)
             family = family_of(str(row["id"]))
-            if (problems is not None and spec not in problems) or not supports(name, family):
+            if (pairs is not None and (name, spec) not in pairs) or not supports(name, family):
                 continue
             prompt = messages(name, resolve_problem(spec), backend)
             out.append(Prompted(name, spec, family, tuple(row.get("ops") or ()), prompt))
@@ -113,7 +114,7 @@ def sample_split(
     settings: SamplingSettings,
     *,
     limit: int | None = None,
-    problems: set[str] | None = None,
+    pairs: set[tuple[str, str]] | None = None,
     jobs: int = 1,
     options: EvalOptions | None = None,
     evaluator: Evaluator = evaluate,
@@ -122,13 +123,14 @@ def sample_split(
     log: Callable[[str], None] | None = None,
 ) -> list[Sample]:
     """Every reply to the split's prompts, with its verdict (see the module docstring)."""
-    pairs = split_prompts(task, folder, split, backend, limit, problems)
+    prompted = split_prompts(task, folder, split, backend, limit, pairs)
     model, tokenizer, where = load_policy(model_path, device)
     began = time.monotonic()
-    replies = generate_replies(model, tokenizer, [p.prompt for p in pairs], settings, where, log)
+    prompts = [p.prompt for p in prompted]
+    replies = generate_replies(model, tokenizer, prompts, settings, where, log)
     del model
     generated_s = time.monotonic() - began
-    flat = [(pair, reply) for pair, group in zip(pairs, replies, strict=True) for reply in group]
+    flat = [(pair, reply) for pair, group in zip(prompted, replies, strict=True) for reply in group]
     chosen = options or EvalOptions(backend=backend, baselines=("eager",))
     began = time.monotonic()
     with pooled_evaluator(backend, jobs, evaluator) as scorer:
@@ -146,7 +148,7 @@ def sample_split(
     if log is not None:
         evaluated = sum(not v.cached and v.outcome != "format" for v in verdicts)
         log(
-            f"{len(flat)} replies to {len(pairs)} prompts: generated in {generated_s:.0f} s, "
+            f"{len(flat)} replies to {len(prompted)} prompts: generated in {generated_s:.0f} s, "
             f"{evaluated} distinct answers evaluated in {time.monotonic() - began:.0f} s"
         )
     return [

@@ -35,6 +35,7 @@ from typing import Any
 from cuda_agent.agent.prompts import SYSTEM_PROMPT
 from cuda_agent.rl.trl.env import KernelEnv
 from cuda_agent.rl.trl.settings import grpo_settings
+from cuda_agent.rl.trl.weights import moved, snapshot
 
 
 def build_dataset(
@@ -145,14 +146,9 @@ def run_grpo(
             environment_factory=factory,
             callbacks=[step_log],
         )
-        before = {
-            name: p.detach().cpu().clone()
-            for name, p in model.named_parameters()
-            if p.requires_grad
-        }
+        before = snapshot(model)
         output = trainer.train()
-    after = dict(model.named_parameters())
-    changed = any(not torch.equal(before[name], after[name].detach().cpu()) for name in before)
+    changed = moved(before, model)
     loss = float(output.training_loss)
     return {
         "steps": int(trainer.state.global_step),

@@ -30,6 +30,7 @@ from typing import Any
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.rl.curriculum.sampling import Sample
 from cuda_agent.rl.curriculum.tasks import messages
+from cuda_agent.rl.trl.weights import moved, snapshot
 
 EXAMPLES_FILE = "rft.jsonl"
 
@@ -122,7 +123,7 @@ def run_sft(
         disable_tqdm=True,
     )
     columns = [{"prompt": e["prompt"], "completion": e["completion"]} for e in examples]
-    before = {name: p.detach().cpu().clone() for name, p in model.named_parameters()}
+    before = snapshot(model)
     with torch.enable_grad():
         trainer = SFTTrainer(
             model=model,
@@ -135,8 +136,7 @@ def run_sft(
     model.generation_config = generation_config
     trainer.save_model(str(target))
     tokenizer.save_pretrained(target)
-    after = dict(model.named_parameters())
-    changed = any(not torch.equal(before[n], after[n].detach().cpu()) for n in before)
+    changed = moved(before, model)
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
     return {
         "examples": len(examples),

@@ -47,21 +47,16 @@ from typing import Any
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import evaluate
 from cuda_agent.evaluator.workspace_commands import Evaluator
-from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.rl.curriculum import task_names
-from cuda_agent.rl.curriculum.families import family_of, supports
-from cuda_agent.rl.curriculum.problem_set import (
-    CurriculumError,
-    curriculum_folder,
-    read_split,
-    row_spec,
-)
+from cuda_agent.rl.curriculum.problem_set import CurriculumError, curriculum_folder
 from cuda_agent.rl.curriculum.rewards import check_scheme, training_reward
+from cuda_agent.rl.curriculum.sampling import split_prompts
 from cuda_agent.rl.curriculum.scoring import pooled_evaluator
-from cuda_agent.rl.curriculum.tasks import check_task, messages
+from cuda_agent.rl.curriculum.tasks import check_task
 from cuda_agent.rl.curriculum.verdicts import VerdictCache, score_replies
 from cuda_agent.rl.trl.guards import GuardLimits
 from cuda_agent.rl.trl.settings import StableGRPO
+from cuda_agent.rl.trl.weights import moved, snapshot
 
 COMPLETIONS_FILE = "completions.jsonl"
 VERDICTS_FILE = "verdicts.jsonl"
@@ -81,21 +76,13 @@ def curriculum_rows(
     pairs: list[tuple[str, str]] | None = None,
 ) -> list[dict[str, Any]]:
     """One dataset row per problem of the split and task that the task supports (only the
-    (task, problem spec) ``pairs`` when given): ``prompt`` (the task's chat prompt),
-    ``problem`` (the problem spec) and ``task``."""
+    (task, problem spec) ``pairs`` when given; ``sampling.split_prompts``): ``prompt`` (the
+    task's chat prompt), ``problem`` (the problem spec) and ``task``."""
     wanted = set(pairs) if pairs is not None else None
-    rows = []
-    for name in task_list(task):
-        for row in read_split(folder, split)[:limit]:
-            spec = row_spec(folder, row)
-            if not supports(name, family_of(str(row["id"]))):
-                continue
-            if wanted is not None and (name, spec) not in wanted:
-                continue
-            problem = resolve_problem(spec)
-            prompt = messages(name, problem, backend)
-            rows.append({"prompt": prompt, "problem": spec, "task": name})
-    return rows
+    return [
+        {"prompt": p.prompt, "problem": p.spec, "task": p.task}
+        for p in split_prompts(task, folder, split, backend, limit, wanted)
+    ]
 
 
 def fill_groups(rows: list[dict[str, Any]], settings: dict[str, Any]) -> list[dict[str, Any]]:
@@ -226,19 +213,14 @@ def run_curriculum(
             reward_funcs=[reward],
             callbacks=callbacks,
         )
-        before = {
-            name: p.detach().cpu().clone()
-            for name, p in model.named_parameters()
-            if p.requires_grad
-        }
+        before = snapshot(model)
         output = trainer.train()
     if trainer.state.global_step == 0:
         raise CurriculumError(f"GRPO took no step on {len(rows)} dataset rows ({settings})")
     if save_model:
         trainer.save_model(str(out / "model"))
         tokenizer.save_pretrained(out / "model")
-    after = dict(model.named_parameters())
-    changed = any(not torch.equal(before[name], after[name].detach().cpu()) for name in before)
+    changed = moved(before, model)
     return {
         "steps": int(trainer.state.global_step),
         "rewards": rewards,
