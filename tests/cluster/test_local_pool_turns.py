@@ -47,9 +47,11 @@ def test_two_jobs_share_a_device_and_compile_off_turn(tmp_path: Path) -> None:
             for path in (built_at_run_time, built_ahead)
         ]
         results = [f.result(timeout=900) for f in futures]
-        # waiting for the other job's turn never times a job out: its deadlines grow
+        # waiting for the other job's turn never times a job out: its timeouts grow; the
+        # device budget does not (its clock stands while the worker waits for its turn)
         longer = pool._shared_deadlines(fast_options())
         assert longer.worker_timeout_s == 2 * fast_options().worker_timeout_s
+        assert longer.device_budget == fast_options().device_budget
     run_time, ahead = results
     assert run_time.correct and ahead.correct, (run_time.error, ahead.error)
     assert run_time.builds, "the extension was not built inside the worker"

@@ -8,22 +8,26 @@ red-team catalogue (``f_slow_correct_kernel``).
 
 from __future__ import annotations
 
+import secrets
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from cuda_agent.core.errors import ConfigError
+from cuda_agent.core.locks import TurnLock, ensure_lock_files
+from cuda_agent.core.paths import locks_dir
 from cuda_agent.evaluator.device_budget import (
     BASE_S,
     BudgetRule,
     planned_calls,
-    scaled_text,
 )
 from cuda_agent.evaluator.options import EvalOptions
-from cuda_agent.evaluator.pipeline import evaluate
+from cuda_agent.evaluator.pipeline import evaluate, execute, prepare
 from cuda_agent.evaluator.worker_process import Deadline, WorkerOutcome
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.solutions.loader import load_solution
@@ -67,10 +71,6 @@ def test_off_fixed_and_scaled_rules() -> None:
     assert single is not None
     assert BudgetRule.parse("x2").seconds(0.001, DEFAULTS) == pytest.approx(2 * single, rel=0.01)
     assert auto(None) is None  # auto without a measured reference call: no budget
-    assert scaled_text("auto", 2) == "x2"
-    assert scaled_text("x1.5", 2) == "x3"
-    assert scaled_text("90", 3) == "270"
-    assert scaled_text("off", 2) == "off"
 
 
 @pytest.mark.parametrize("text", ["", "soon", "-5", "0", "x0", "x-1", "nan", "inf", "xauto"])
@@ -152,3 +152,56 @@ def test_the_command_line_refuses_a_bad_budget(command: list[str], tmp_path: Pat
     assert done.returncode == 2, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "device budget 'soon'" in lines[0], done.stderr
+
+
+def test_the_budget_clock_stands_while_the_worker_waits_for_its_turn() -> None:
+    outcome = WorkerOutcome(record=None)
+    timeout_at = time.monotonic() + 10_000.0
+    deadline = Deadline(timeout_at=timeout_at, budget=lambda _call: 30.0)
+    deadline.reference({"call_s": 0.001}, outcome)
+    deadline.arm(outcome)
+    armed_at = deadline.at
+    deadline.turn({"state": "waiting"}, outcome)
+    # waiting behind another job: only the timeout applies, and its end is a timeout
+    assert deadline.at == timeout_at and not deadline.budget_ends_first
+    deadline.turn({"state": "waiting"}, outcome)  # a repeated line does not restart the wait
+    deadline.turn({"state": "held"}, outcome)
+    assert outcome.turn_wait_s > 0
+    assert deadline.at == pytest.approx(armed_at + outcome.turn_wait_s)
+    before = deadline.at
+    deadline.turn({"state": "held"}, outcome)  # a held line without a wait moves nothing
+    deadline.turn({"state": "soon"}, outcome)  # nor does an unknown state
+    assert deadline.at == before and deadline.budget_ends_first
+
+
+WAIT_BUDGET_S = 4.0
+
+
+@pytest.mark.slow  # holds the device longer than a whole budget
+def test_a_wait_for_the_device_turn_spends_none_of_the_budget(tmp_path: Path) -> None:
+    """The job verifies beside another job's shared turn, then waits for the device alone
+    (to time) longer than its whole budget: the budget's clock stands while it waits, so it
+    is not stopped (a budget that counted the wait would end it: device_budget_exceeded)."""
+    lock = ensure_lock_files(locks_dir() / f"test-turn-{secrets.token_hex(6)}.lock")
+    other_job = TurnLock(lock)
+    other_job.take(exclusive=False)  # another job's device work, which measures nothing
+    waiting = threading.Event()
+
+    def progress(stage: str, text: str) -> None:
+        if stage == "wait" and text.startswith("waiting"):
+            waiting.set()
+
+    options = fast_options(device_budget=f"{WAIT_BUDGET_S:g}")
+    solution = load_solution(relu_solution(tmp_path, "return ops.relu_ok(x)"))
+    prepared = prepare(resolve_problem("relu", "small"), solution, options)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        future = pool.submit(execute, prepared, progress, None, str(lock))
+        try:
+            assert waiting.wait(timeout=300), "the worker never waited for the device alone"
+            threading.Event().wait(WAIT_BUDGET_S + 2)  # the device held past the whole budget
+        finally:
+            other_job.close()
+        result = future.result(timeout=300)
+    assert result.correct and result.flags == [], (result.error, result.flags)
+    assert result.details["device_budget_s"] == WAIT_BUDGET_S
+    assert result.details["turn_wait_s"] > WAIT_BUDGET_S

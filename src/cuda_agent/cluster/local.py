@@ -31,7 +31,6 @@ from cuda_agent.cluster.pool import (
 )
 from cuda_agent.core.locks import device_lock_path, ensure_lock_files
 from cuda_agent.core.types import EvalResult
-from cuda_agent.evaluator.device_budget import scaled_text
 from cuda_agent.evaluator.memory_cap import set_concurrent_workers
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import execute, prepare
@@ -176,10 +175,12 @@ class LocalPool(EvalPool):
 
     def _shared_deadlines(self, options: EvalOptions) -> EvalOptions:
         """A worker sharing its GPU may wait for the others' turns (each up to its own
-        deadline) before and during its own: its deadlines grow by that factor, so waiting
-        never times a job out. The device budget is armed only once the worker holds its turn
-        (at ``verify``), but a turn given up for a run-time compile inside ``forward`` is
-        waited for again: it grows by the same factor. What is measured is unchanged."""
+        deadline) before and during its own: its timeouts grow by that factor, so waiting
+        never times a job out. The device budget does not grow: its clock stands while the
+        worker waits for a turn (``worker_process.Deadline``), so it counts the candidate's own
+        time, and a candidate whose kernel never ends is stopped after its budget, not after
+        jobs x the budget while every other job on the GPU waits. What is measured is
+        unchanged."""
         if self.jobs_per_device == 1:
             return options
         factor = self.jobs_per_device
@@ -188,7 +189,6 @@ class LocalPool(EvalPool):
             worker_timeout_s=options.worker_timeout_s * factor,
             baseline_timeout_s=options.baseline_timeout_s * factor,
             memory_check_timeout_s=options.memory_check_timeout_s * factor,
-            device_budget=scaled_text(options.device_budget, factor),
         )
 
     def _turns_file(self, device: str) -> str:

@@ -40,9 +40,10 @@ first stops the worker, and only the budget's end is ``device_budget_exceeded``.
 
 What it does not do: measure (the worker), enforce (``worker_process``), or judge
 (``pipeline``). Not covered: time before ``verify`` (the candidate's import and ``__init__``,
-bounded by the worker timeout), and, on a device shared by turns, a turn given up for a
-run-time compile inside ``forward`` and taken back (the pool scales the budget by the jobs per
-device, as it does the timeouts).
+bounded by the worker timeout). On a device shared by turns, the time the worker waits for
+its turn (a turn given up for a run-time compile inside ``forward`` and taken back, the
+exclusive turn before timing) does not count: the parent stops the budget's clock meanwhile
+(``worker_process.Deadline``), so a pool does not scale the budget by its jobs per device.
 """
 
 from __future__ import annotations
@@ -85,18 +86,6 @@ class BudgetRule:
             raise ConfigError(f"device budget {text!r}: must be positive and finite ({USAGE})")
         return cls(mode, value)
 
-    def text(self) -> str:
-        """The option's text for this rule (``parse`` reads it back)."""
-        if self.mode == OFF:
-            return OFF
-        if self.mode == AUTO:
-            return AUTO if self.value == 1.0 else f"x{self.value:g}"
-        return f"{self.value:g}"
-
-    def scaled(self, factor: float) -> BudgetRule:
-        """This rule with ``factor`` times the budget (off stays off)."""
-        return self if self.mode == OFF else BudgetRule(self.mode, self.value * factor)
-
     def seconds(self, call_s: float | None, settings: EvalSettings) -> float | None:
         """The budget for a reference call of ``call_s`` seconds (None: no budget; ``auto``
         without a measured reference call has none)."""
@@ -121,8 +110,3 @@ def auto_seconds(call_s: float, settings: EvalSettings) -> float:
     """The rule's budget for a reference call of ``call_s`` seconds."""
     capped = settings.timing.max_seconds if settings.timing.enabled else 0.0
     return BASE_S + capped + RATIO * call_s * planned_calls(settings)
-
-
-def scaled_text(text: str, factor: float) -> str:
-    """``--device-budget`` text for ``factor`` times the budget ``text`` gives."""
-    return BudgetRule.parse(text).scaled(factor).text()

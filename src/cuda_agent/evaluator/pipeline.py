@@ -305,6 +305,10 @@ def _run_candidate(
     labels = {"load": "loading", "verify": "verifying", "time": "timing", "profile": "profiling"}
 
     def on_event(event: dict[str, Any]) -> None:
+        if event.get("type") == "turn":  # a device shared with other jobs (device_turn.py)
+            waiting = event.get("state") == "waiting"
+            notify("wait", "waiting for the device's turn" if waiting else "the device's turn")
+            return
         if event.get("type") != "stage":
             follow.on_worker_event(event)
             return
@@ -361,6 +365,8 @@ def _absorb_worker(
     if outcome.device_budget_s is not None:
         result.details["device_budget_s"] = outcome.device_budget_s
         result.details["reference_call_s"] = outcome.reference_call_s
+    if outcome.turn_wait_s > 0:  # the budget's clock stood meanwhile (a device shared by jobs)
+        result.details["turn_wait_s"] = round(outcome.turn_wait_s, 3)
     if record is None:
         stage = outcome.last_stage or "load"
         tail = _last_lines(outcome.stderr_tail, 6)

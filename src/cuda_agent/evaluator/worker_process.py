@@ -9,7 +9,11 @@ the reason (signal, timeout) and the tail of its stderr. With a device budget
 (``evaluator/device_budget.py``), the deadline is shortened once, when the worker reports the
 stage ``verify``, to now + the budget for the reference's call time the worker reported before
 any candidate code ran (its first ``reference`` line; later ones are ignored); the outcome says
-whether the budget's end, not the timeout's, stopped it. A sandboxed worker runs under the
+whether the budget's end, not the timeout's, stopped it. The budget's clock stops while the
+worker waits for its turn on a device shared with other jobs (a ``turn`` line ``waiting``, then
+``held``; ``worker/device_turn.py``): the budget counts the candidate's own time. Candidate code
+could forge a ``waiting`` line (the nonce is in its process); that only stops its budget, and
+the timeout still ends it. A sandboxed worker runs under the
 strongest isolation available (``worker_spawn.worker_sandbox``); the outcome names it.
 """
 
@@ -65,6 +69,7 @@ class WorkerOutcome:
     reference_call_s: float | None = None
     device_budget_s: float | None = None
     over_budget: bool = False
+    turn_wait_s: float = 0.0  # time the budget's clock stood while the worker awaited its turn
     cancelled: bool = False  # the caller's ``cancel`` was set: the worker was killed
 
     def record_of(self, kind: type[R]) -> R | None:
@@ -180,21 +185,43 @@ def run_worker(
 
 @dataclass
 class Deadline:
-    """A worker's deadline: the timeout's, shortened once (at ``verify``) by the budget."""
+    """A worker's deadline: the timeout's, shortened once (at ``verify``) by the budget, whose
+    clock stands while the worker waits for its turn on a shared device."""
 
     timeout_at: float
     budget: Budget | None = None
     budget_at: float | None = None
     reference_seen: bool = False
     armed: bool = False
+    waiting_since: float | None = None  # the worker said it waits for its turn (None: not)
 
     @property
     def at(self) -> float:
-        return self.timeout_at if self.budget_at is None else min(self.timeout_at, self.budget_at)
+        if self.budget_at is None or self.waiting_since is not None:
+            return self.timeout_at
+        return min(self.timeout_at, self.budget_at)
+
+    def turn(self, message: dict[str, Any], outcome: WorkerOutcome) -> None:
+        """A ``turn`` line: ``waiting`` stops the budget's clock, ``held`` starts it again
+        (the budget's end moves by the wait)."""
+        state, now = message.get("state"), time.monotonic()
+        if state == "waiting" and self.waiting_since is None:
+            self.waiting_since = now
+        elif state == "held" and self.waiting_since is not None:
+            waited = now - self.waiting_since
+            self.waiting_since = None
+            outcome.turn_wait_s += waited
+            if self.budget_at is not None:
+                self.budget_at += waited
 
     @property
     def budget_ends_first(self) -> bool:
-        return self.budget_at is not None and self.budget_at < self.timeout_at
+        """Whether the budget, not the timeout, ends the worker now (never while it waits)."""
+        return (
+            self.waiting_since is None
+            and self.budget_at is not None
+            and self.budget_at < self.timeout_at
+        )
 
     def reference(self, message: dict[str, Any], outcome: WorkerOutcome) -> None:
         """The first ``reference`` line only: it comes before any candidate code runs."""
@@ -264,6 +291,8 @@ def _read_records(
             if message.get("type") == "reference":
                 deadline.reference(message, outcome)
                 continue
+            if message.get("type") == "turn":
+                deadline.turn(message, outcome)
             if message.get("type") == "stage":
                 outcome.last_stage = str(message.get("stage", ""))
                 if outcome.last_stage == "verify":

@@ -123,3 +123,28 @@ def test_a_candidate_that_could_still_run_keeps_the_shared_turn(lock_file: Path)
         finally:
             gc.callbacks.remove(hook)
         assert turn.exclusive(lambda: None) and turn.mode == "exclusive"
+
+
+def test_a_wait_for_the_turn_is_announced_and_one_taken_at_once_is_not(lock_file: Path) -> None:
+    from cuda_agent.core.locks import TurnLock
+
+    heard: list[str] = []
+    waiting = threading.Event()
+
+    def on_wait(state: str) -> None:
+        heard.append(state)
+        if state == "waiting":
+            waiting.set()
+
+    other_job = TurnLock(lock_file)
+    other_job.take(exclusive=False)
+    with holding(str(lock_file), on_wait) as turn:  # shared beside shared: at once
+        assert turn.mode == "shared" and heard == []
+        alone = threading.Thread(target=turn.exclusive, args=(lambda: None,))
+        alone.start()
+        assert waiting.wait(timeout=60), "the wait for the device alone was not announced"
+        assert heard == ["waiting"] and alone.is_alive()
+        other_job.close()  # the other job's work is done
+        alone.join(timeout=60)
+        assert heard == ["waiting", "held"] and turn.mode == "exclusive"
+        assert turn.waited_s > 0

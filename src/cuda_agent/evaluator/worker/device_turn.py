@@ -34,6 +34,12 @@ device alone at once (``alone_if_large``), so jobs side by side never run it out
 between them: a verdict does not depend on its neighbours.
 
 ``waited_s`` counts the seconds spent waiting for the lock (reported with the worker's phases).
+A wait that does not end at once is announced to the parent (``on_wait``: a ``turn`` line,
+``waiting`` before it and ``held`` after), whose device budget stops its clock meanwhile
+(``worker_process.Deadline``): the budget measures the candidate's own time on the device, so
+a job is never stopped for waiting behind another, and the budget need not grow with the
+number of jobs on the device (with it grown, one candidate whose kernel never ends held every
+job on its GPU for jobs x the budget).
 """
 
 from __future__ import annotations
@@ -52,8 +58,9 @@ LARGE_FRACTION = 1 / 16
 
 
 class DeviceTurn:
-    def __init__(self, lock_path: str = "") -> None:
+    def __init__(self, lock_path: str = "", on_wait: Callable[[str], None] | None = None) -> None:
         self.lock_path = lock_path
+        self.on_wait = on_wait  # told "waiting" before a wait for the lock, "held" after it
         self._lock: TurnLock | None = None
         self._threads = -1
         self._gc_callbacks = 0
@@ -82,9 +89,15 @@ class DeviceTurn:
 
     def _take(self, exclusive: bool) -> None:
         assert self._lock is not None
+        if self._lock.take(exclusive, wait=False):
+            return
+        if self.on_wait is not None:
+            self.on_wait("waiting")
         began = time.perf_counter()
         self._lock.take(exclusive)
         self.waited_s += time.perf_counter() - began
+        if self.on_wait is not None:
+            self.on_wait("held")
 
     def alone_if_large(self, synchronize: Callable[[], None]) -> bool:
         """Take the device alone now if what this process holds on the GPU (the reference, its
@@ -170,10 +183,11 @@ def current() -> DeviceTurn:
 
 
 @contextlib.contextmanager
-def holding(lock_path: str) -> Iterator[DeviceTurn]:
-    """Hold the device's turn (``lock_path``; none: a no-op) while the request runs."""
+def holding(lock_path: str, on_wait: Callable[[str], None] | None = None) -> Iterator[DeviceTurn]:
+    """Hold the device's turn (``lock_path``; none: a no-op) while the request runs;
+    ``on_wait`` hears of every wait for it that does not end at once."""
     global _CURRENT
-    with DeviceTurn(lock_path) as turn:
+    with DeviceTurn(lock_path, on_wait) as turn:
         _CURRENT = turn
         try:
             yield turn

@@ -94,7 +94,9 @@ def run(req: WorkerRequest, channel: ResultChannel) -> EvaluationRecord:
     phases = Phases()
     given_up = 0  # times the shared GPU was left to another job while this one compiled
     try:
-        with device_turn.holding(req.lock_path) as turn:
+        # waits for the device's turn are told to the parent: its budget's clock stops
+        announce = lambda state: channel.send("turn", state=state)  # noqa: E731
+        with device_turn.holding(req.lock_path, announce) as turn:
             if turn.held:
                 phases.mark("wait_shared")  # for the device's shared turn (device_turn.py)
             try:
