@@ -10,6 +10,7 @@ Phases (each fits one 10-minute device call; what the next needs stays in ``--st
   once, verdicts kept in the state, so a retry of a cut phase re-evaluates nothing), the
   learnable problems (base pass rate strictly between 0 and 1), the model's own passing,
   deduplicated replies as supervised examples, one round of fine-tuning -> ``STATE/rft/model``
+  (the replies are kept in the state before they are scored, so a retry generates nothing)
   (the sample is scored untimed: every check of the policy, no speed-up, since a pass is all
   fine-tuning needs; a ``samples.jsonl`` already in the state is used instead of sampling);
 * ``heldout ARM``: the held-out split scored for one arm, ``--samples`` replies per problem:
@@ -168,6 +169,7 @@ def phase_heldout(args: argparse.Namespace, state: Path, model: str) -> None:
         options=options_of(args),
         cache=VerdictCache(state / "heldout" / "verdicts.jsonl"),
         log=log,
+        replies_file=state / "heldout" / f"{arm}.replies.jsonl",
     )
     record = {
         "arm": arm,

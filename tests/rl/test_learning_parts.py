@@ -9,6 +9,7 @@ real evaluator.
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -202,3 +203,20 @@ def test_train_grpo_plans_the_stable_settings_the_guard_and_the_reward() -> None
     assert options["stable"] == {} and options["guard"] == {}
     assert options["reward_scheme"] == "graded"
     assert options["learnable"] == "runs/rft/learnable.json"
+
+
+def test_scoring_progress_speaks_while_no_verdict_comes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cuda_agent.rl.curriculum import verdicts
+
+    monkeypatch.setattr(verdicts, "PROGRESS_S", 0.01)
+    lines: list[str] = []
+    heard = threading.Event()
+
+    def log(line: str) -> None:
+        lines.append(line)
+        heard.set()
+
+    progress = verdicts._Progress(3, log)
+    with progress.ticking():  # every evaluation still running (a device held by another job)
+        assert heard.wait(timeout=60), "no progress line while evaluations ran"
+    assert lines[0].startswith("evaluated 0/3 distinct answers (0 passed)"), lines

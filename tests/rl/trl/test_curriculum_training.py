@@ -119,3 +119,16 @@ def test_rft_of_a_model_that_never_passes_says_so_and_keeps_its_sample(tmp_path:
     lines = (out / "samples.jsonl").read_text().splitlines()
     assert len(lines) == 4  # 2 problems x 2 replies, every one kept
     assert all(json.loads(line)["outcome"] != "pass" for line in lines)
+    # the replies were kept before scoring: a second run (as after a cut) generates none
+    (out / "samples.jsonl").unlink()
+    again = cli(
+        "train", "rft", "--model", "tiny", "--task", "fill-in", "--backend", "cpu", *SET,
+        "curriculum.limit=2", "curriculum.samples=2", "curriculum.max_new_tokens=8",
+        "curriculum.jobs=1", f"curriculum.out={out}",
+    )  # fmt: skip
+    assert again.returncode == 2, again.stdout + again.stderr
+    said = " ".join((again.stdout + again.stderr).split())  # the console wraps long lines
+    assert "read from" in said and "(generated before)" in said, said
+    replies = [json.loads(line)["reply"] for line in lines]
+    rows = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    assert [row["reply"] for row in rows] == replies and all(row["cached"] for row in rows)

@@ -6,7 +6,9 @@ builds the prompt of every (task, problem) pair of the split (``task`` may join 
 ``settings.samples`` replies per prompt in batches (``generation``) and scores them, each
 distinct answer once (``verdicts``; ``cache`` keeps verdicts across calls and runs). It
 returns one ``Sample`` per reply: the problem spec, its family and ops, the task, the reply,
-its length and whether it was cut off, and the verdict.
+its length and whether it was cut off, and the verdict. With ``replies_file`` the replies are
+kept before they are scored (``kept_replies``), so a run cut while scoring generates nothing
+again.
 
 On the records:
 
@@ -38,6 +40,7 @@ from cuda_agent.rl.curriculum.generation import (
     generate_replies,
     load_policy,
 )
+from cuda_agent.rl.curriculum.kept_replies import keep, kept, replies_key
 from cuda_agent.rl.curriculum.problem_set import read_split, row_spec
 from cuda_agent.rl.curriculum.scoring import pooled_evaluator
 from cuda_agent.rl.curriculum.tasks import check_task, messages
@@ -121,14 +124,25 @@ def sample_split(
     cache: VerdictCache | None = None,
     device: str | None = None,
     log: Callable[[str], None] | None = None,
+    replies_file: Path | None = None,
 ) -> list[Sample]:
-    """Every reply to the split's prompts, with its verdict (see the module docstring)."""
+    """Every reply to the split's prompts, with its verdict (see the module docstring).
+    ``replies_file``: the replies are kept there before they are scored, and read from there
+    instead of generated when it holds this model's replies to these prompts with these
+    settings (``kept_replies``)."""
     prompted = split_prompts(task, folder, split, backend, limit, pairs)
-    model, tokenizer, where = load_policy(model_path, device)
     began = time.monotonic()
     prompts = [p.prompt for p in prompted]
-    replies = generate_replies(model, tokenizer, prompts, settings, where, log)
-    del model
+    key = replies_key(model_path, settings, prompts) if replies_file is not None else ""
+    replies = kept(replies_file, key) if replies_file is not None else None
+    if replies is None:
+        model, tokenizer, where = load_policy(model_path, device)
+        replies = generate_replies(model, tokenizer, prompts, settings, where, log)
+        del model
+        if replies_file is not None:
+            keep(replies_file, key, replies)
+    elif log is not None:
+        log(f"replies to {len(prompts)} prompts read from {replies_file} (generated before)")
     generated_s = time.monotonic() - began
     flat = [(pair, reply) for pair, group in zip(prompted, replies, strict=True) for reply in group]
     chosen = options or EvalOptions(backend=backend, baselines=("eager",))

@@ -20,11 +20,12 @@ evaluator did not run.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -144,16 +145,17 @@ def score_replies(
         store.put(order[position], verdict)
         progress.add(verdict.passed)
 
-    score_batch(
-        [tasks[i] for i in firsts],
-        [specs[i] for i in firsts],
-        [replies[i] for i in firsts],
-        backend,
-        options,
-        evaluator,
-        jobs,
-        keep,
-    )
+    with progress.ticking():
+        score_batch(
+            [tasks[i] for i in firsts],
+            [specs[i] for i in firsts],
+            [replies[i] for i in firsts],
+            backend,
+            options,
+            evaluator,
+            jobs,
+            keep,
+        )
     out: list[Verdict] = []
     for index, known in enumerate(keys):
         found = store.get(known) if known is not None else None
@@ -168,7 +170,8 @@ PROGRESS_S = 15.0
 
 
 class _Progress:
-    """A line every ``PROGRESS_S`` seconds: how many evaluations are done, how many passed."""
+    """A line every ``PROGRESS_S`` seconds: how many evaluations are done, how many passed;
+    also while none comes in (``ticking``: a long evaluation, or a device held by another)."""
 
     def __init__(self, total: int, log: Callable[[str], None] | None) -> None:
         self.total, self.log = total, log
@@ -180,14 +183,38 @@ class _Progress:
         with self.lock:
             self.done += 1
             self.passed += passed
-            now = time.monotonic()
-            if self.log is None or (now - self.last < PROGRESS_S and self.done < self.total):
-                return
-            self.last = now
+            if time.monotonic() - self.last >= PROGRESS_S or self.done == self.total:
+                self._say()
+
+    def _say(self) -> None:
+        now = time.monotonic()
+        self.last = now
+        if self.log is not None:
             self.log(
                 f"evaluated {self.done}/{self.total} distinct answers ({self.passed} passed) "
                 f"in {now - self.began:.0f} s"
             )
+
+    @contextlib.contextmanager
+    def ticking(self) -> Iterator[None]:
+        """While the block runs, a line at least every ``PROGRESS_S`` seconds."""
+        stop = threading.Event()
+
+        def tick() -> None:
+            while not stop.wait(PROGRESS_S / 3):
+                with self.lock:
+                    if time.monotonic() - self.last >= PROGRESS_S:
+                        self._say()
+
+        thread = threading.Thread(target=tick, name="verdict-progress", daemon=True)
+        if self.log is not None and self.total:
+            thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            if thread.is_alive():
+                thread.join()
 
 
 def _as_cached(verdict: Verdict) -> Verdict:

@@ -6,9 +6,10 @@ is made (a crash loses only the part in progress):
 
 1. the sample (``rl.curriculum.sampling.sample_split``): ``sampling.samples`` replies per
    (task, problem) of the ``split`` at ``sampling.temperature``, each distinct answer
-   evaluated once (verdicts kept in ``verdicts.jsonl``, so a second run on the same model
-   and split re-evaluates nothing) -> ``samples.jsonl``; or, with ``samples_file``, an
-   earlier sample read back;
+   evaluated once (the replies kept in ``replies.jsonl`` before they are scored, and each
+   verdict in ``verdicts.jsonl`` as it is made, so a second run on the same model and split,
+   after one cut while scoring, neither generates nor re-evaluates what the first did) ->
+   ``samples.jsonl``; or, with ``samples_file``, an earlier sample read back;
 2. the learnable set -> ``learnable.json``: per (task, problem) the base pass rate, the pairs
    strictly between 0 and 1 (what GRPO should train on next), and the sample's share of
    no-answer replies and mean reply length (the references of ``rl.trl.guards``);
@@ -47,6 +48,7 @@ from cuda_agent.rl.curriculum.verdicts import VerdictCache
 from cuda_agent.rl.trl.sft import EXAMPLES_FILE, SFTSettings, rft_examples, run_sft, write_examples
 
 LEARNABLE_FILE = "learnable.json"
+REPLIES_FILE = "replies.jsonl"
 SUMMARY_FILE = "summary.json"
 
 
@@ -113,6 +115,7 @@ def run_rft(
             evaluator=evaluator,
             cache=VerdictCache(out / "verdicts.jsonl"),
             log=log,
+            replies_file=out / REPLIES_FILE,
         )
     write_samples(out / SAMPLES_FILE, samples)
     sampled_s = time.monotonic() - began
