@@ -32,7 +32,7 @@ test: check
 
 # everything that needs no GPU
 test-all: check
-	$(BIN)/pytest -q -n auto -m "not gpu"
+	$(BIN)/pytest -q -n auto -m "not gpu" --durations=20
 
 # Qwen2.5-Coder-1.5B-Instruct's GGUF parts (1.1 GB; --model qwen-coder-1.5b)
 models: $(STAMP)
