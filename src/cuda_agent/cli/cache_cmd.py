@@ -6,8 +6,12 @@ used first, until the cache holds at most that; ``clear --yes`` removes every en
 is ``$CUDA_AGENT_CACHE`` or ``~/.cache/cuda-agent`` (the tests' is ``.cache/cuda-agent-tests``
 in the repository: ``make clean-cache`` clears both).
 
+``show`` also names the cap the cache keeps itself under (``CUDA_AGENT_CACHE_MAX``,
+``core/cache_usage.keep_under_cap``: the first evaluation of a process prunes entries unused
+for an hour or more).
+
 What it does not do: prune while evaluations run (an entry removed under a build can fail it:
-run it when nothing is evaluating), or prune by itself.
+run it when nothing is evaluating).
 """
 
 from __future__ import annotations
@@ -17,7 +21,16 @@ import time
 import typer
 
 from cuda_agent.cli.common import one_line_errors, out_console, print_json
-from cuda_agent.core.cache_usage import Entry, clear, human, parse_size, prune, usage
+from cuda_agent.core.cache_usage import (
+    CAP_ENV,
+    Entry,
+    cache_cap,
+    clear,
+    human,
+    parse_size,
+    prune,
+    usage,
+)
 from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.core.paths import cache_root
 
@@ -32,15 +45,19 @@ def show_command(as_json: bool = typer.Option(False, "--json", help="Print as JS
     root = cache_root()
     parts = usage(root)
     total = sum(p.bytes for p in parts)
+    cap = cache_cap()
     if as_json:
         rows = [
             {"part": p.part, "about": p.about, "bytes": p.bytes, "entries": p.entries,
              "oldest_use": p.oldest, "newest_use": p.newest}
             for p in parts
         ]  # fmt: skip
-        print_json({"root": str(root), "bytes": total, "parts": rows})
+        print_json({"root": str(root), "bytes": total, "cap_bytes": cap, "parts": rows})
         return
-    out_console.print(f"cache {root}: {human(total)}", markup=False, soft_wrap=True)
+    capped = f"cap {human(cap)}" if cap is not None else "no cap"
+    out_console.print(
+        f"cache {root}: {human(total)} ({capped}: {CAP_ENV})", markup=False, soft_wrap=True
+    )
     for part in parts:
         if not part.entries:
             continue

@@ -12,21 +12,34 @@ secret of the cached verdicts and the lock files of running work.
   a build uses it, ``builder/pch.py``);
 * ``prune(root, max_bytes)``: removes whole entries, least recently used first, until the
   parts hold at most ``max_bytes``; returns what it removed;
-* ``clear(root)``: removes every entry of every part.
+* ``clear(root)``: removes every entry of every part;
+* ``keep_under_cap(root, cap)``: the cap that holds by itself (``cache_cap``:
+  ``CUDA_AGENT_CACHE_MAX``, default 10G, ``off`` for none): where the parts hold more, entries
+  unused for at least ``GRACE_S`` (an hour) are removed, least recently used first, until they
+  fit; ``keep_under_cap_once`` does it the first time a process asks, which the evaluation
+  pipeline does before its first build (``evaluator/pipeline.prepare``).
 
 What it does not do: coordinate with running evaluations. An entry removed while a build reads
 it can fail that build: prune or clear when nothing is evaluating (``cuda-agent cache`` says
-so). Nothing prunes on its own.
+so). The cap keeps away from that by its grace: an entry in use was used within the hour (a
+build marks the precompiled header it reads), so only the cache's older part is removed, and
+the cap may be exceeded while all of it is recent.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from cuda_agent.core.errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 PARTS = {
     "builds/pch": "precompiled headers (g++), one per toolchain, flags and header",
@@ -42,6 +55,9 @@ PARTS = {
 }
 KEPT = ("secret", "locks", "builds/locks", "builds/toolchains", "builds/tmp")
 UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+CAP_ENV = "CUDA_AGENT_CACHE_MAX"
+DEFAULT_CAP = "10G"
+GRACE_S = 3600.0  # an entry used this recently is never removed by the cap
 
 
 @dataclass
@@ -112,13 +128,15 @@ def usage(root: Path) -> list[PartUsage]:
     return list(parts.values())
 
 
-def prune(root: Path, max_bytes: int) -> list[Entry]:
-    """Remove entries, least recently used first, until the parts hold ``max_bytes`` or less."""
+def prune(root: Path, max_bytes: int, unused_for_s: float = 0.0) -> list[Entry]:
+    """Remove entries, least recently used first, until the parts hold ``max_bytes`` or less;
+    never one used in the last ``unused_for_s`` seconds."""
     listed = sorted(entries(root), key=lambda e: e.last_use)
     total = sum(e.bytes for e in listed)
     removed: list[Entry] = []
+    now = time.time()
     for entry in listed:
-        if total <= max_bytes:
+        if total <= max_bytes or now - entry.last_use < unused_for_s:
             break
         _remove(entry.path)
         total -= entry.bytes
@@ -128,6 +146,48 @@ def prune(root: Path, max_bytes: int) -> list[Entry]:
 
 def clear(root: Path) -> list[Entry]:
     return prune(root, 0)
+
+
+def cache_cap() -> int | None:
+    """The cache's cap in bytes from ``CUDA_AGENT_CACHE_MAX`` (``off``: None); a bad value is
+    a ``ConfigError`` naming the variable."""
+    text = os.environ.get(CAP_ENV, DEFAULT_CAP).strip()
+    if text.lower() in ("off", "none", "0"):
+        return None
+    try:
+        return parse_size(text)
+    except ValueError as err:
+        raise ConfigError(f"{CAP_ENV}: {err}, or off") from None
+
+
+_CAPPED = threading.Lock()
+_capped_once = False
+
+
+def keep_under_cap_once(root: Path) -> list[Entry]:
+    """``keep_under_cap(root, cache_cap())`` the first time a process asks; later calls do
+    nothing (a process's own builds are recent, so the grace keeps them anyway). Says what
+    it removed in one logged line."""
+    global _capped_once
+    with _CAPPED:
+        if _capped_once:
+            return []
+        _capped_once = True
+        cap = cache_cap()
+        removed = keep_under_cap(root, cap)
+    if removed and cap is not None:
+        log.warning(
+            "the cache %s was over its cap of %s (%s): removed %d entries unused for an hour "
+            "or more, %s, least recently used first",
+            root, human(cap), CAP_ENV, len(removed), human(sum(e.bytes for e in removed)),
+        )  # fmt: skip
+    return removed
+
+
+def keep_under_cap(root: Path, cap: int | None, grace_s: float = GRACE_S) -> list[Entry]:
+    """Remove entries unused for ``grace_s`` or more, least recently used first, until the
+    parts hold at most ``cap`` bytes (None: no cap); returns what it removed."""
+    return [] if cap is None else prune(root, cap, grace_s)
 
 
 def _measure(path: Path) -> tuple[int, float]:

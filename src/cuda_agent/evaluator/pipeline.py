@@ -24,7 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cuda_agent.core.paths import ensure_dir, scratch_dir
+from cuda_agent.core.cache_usage import keep_under_cap_once
+from cuda_agent.core.paths import cache_root, ensure_dir, scratch_dir
 from cuda_agent.core.records import EvaluationRecord, StageError
 from cuda_agent.core.types import EvalResult, Problem, Solution, SolutionKind
 from cuda_agent.evaluator import problem_lint
@@ -69,6 +70,7 @@ def prepare(
     """The CPU stages: static analysis and the build (no GPU needed)."""
     opts = options.validate()
     notify = progress or _silent
+    keep_under_cap_once(cache_root())  # the cache's cap, once per process (cache_usage.py)
     seed = opts.seed if opts.seed is not None else secrets.randbits(63)
     result = EvalResult(problem_id=problem.id, backend=opts.backend)
     result.details.update(
