@@ -4,6 +4,7 @@ classes of disagreements, and ``bench report --compare`` in text, JSON and HTML.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -294,3 +295,19 @@ def test_bench_report_compare_text_json_html(tmp_path: Path) -> None:
         [*base[:-1], str(tmp_path / "missing.json")], capture_output=True, text=True, timeout=120
     )
     assert bad.returncode == 2 and "not a run folder" in bad.stderr
+
+
+def test_bench_report_tables_fit_80_columns_one_metric_a_cell(tmp_path: Path) -> None:
+    """Not a terminal (80 columns): every line of the tables fits, with each metric in a cell
+    of its own (five metrics in one cell wrapped, issue 50)."""
+    run = _run(tmp_path)
+    argv = [sys.executable, "-m", "cuda_agent", "bench", "report", str(run)]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=os.environ)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80, "\n".join(lines)
+    header = next(i for i, line in enumerate(lines) if "pass" in line and "set" in line)
+    overall = next(line for line in lines[header:] if "overall" in line)
+    cells = [c.strip() for c in overall.replace("│", "|").split("|") if c.strip()]
+    assert cells[0] == "overall" and len(cells) == 6, overall  # the set and five metrics
+    assert "this run, no lint flag" in out.stdout and "level 1" in out.stdout

@@ -385,36 +385,43 @@ def resolve_comparison(spec: str) -> tuple[str, dict[str, Any]]:
     return folder.name, compute_metrics(chosen_attempts(records))
 
 
+METRIC_COLUMNS = (
+    ("pass", "pass_rate", "%"),
+    ("faster than eager", "faster_rate_eager", "%"),
+    ("faster than compile", "faster_rate_compile", "%"),
+    ("speed-up vs eager", "geomean_speedup_eager", "x"),
+    ("speed-up vs compile", "geomean_speedup_compile", "x"),
+)
+
+
 def _print_table(rows: list[tuple[str, dict[str, Any]]]) -> None:
-    table = Table(title="pass | faster vs eager | faster vs compile | speed-up eager | compile")
-    table.add_column("run")
-    subsets = ["overall", *sorted({lv for _, m in rows for lv in m.get("levels", {})})]
-    for subset in subsets:
-        table.add_column(subset if subset == "overall" else f"L{subset}")
+    """One table per run (this run, its problems with no lint flag, each comparison): a row
+    per subset (overall, each level), a column per metric, so it fits 80 columns. Pass rate
+    and the shares faster than each baseline are of all problems; speed-ups are geometric
+    means over the correct ones (docs/benchmarking.md)."""
     for label, metrics in rows:
-        cells = []
-        for subset in subsets:
-            entry = metrics["overall"] if subset == "overall" else metrics["levels"].get(subset)
-            cells.append(_cell(entry))
-        table.add_row(label, *cells)
-    out_console.print(table)
+        table = Table(title=label, title_justify="left")
+        table.add_column("set")
+        for header, _key, _kind in METRIC_COLUMNS:
+            table.add_column(header, justify="right")
+        levels = sorted(metrics.get("levels", {}))
+        for subset in ["overall", *levels]:
+            entry = metrics["overall"] if subset == "overall" else metrics["levels"][subset]
+            name = subset if subset == "overall" else f"level {subset}"
+            table.add_row(name, *_cells(entry))
+        out_console.print(table)
 
 
-def _cell(entry: dict[str, Any] | None) -> str:
-    if not entry:
-        return "-"
-
-    def pct(v: float | None) -> str:
-        return "-" if v is None else f"{100 * v:.1f}%"
-
-    def x(v: float | None) -> str:
-        return "-" if v is None else f"{v:.2f}x"
-
-    return (
-        f"{pct(entry.get('pass_rate'))} | {pct(entry.get('faster_rate_eager'))} | "
-        f"{pct(entry.get('faster_rate_compile'))} | {x(entry.get('geomean_speedup_eager'))} | "
-        f"{x(entry.get('geomean_speedup_compile'))}"
-    )
+def _cells(entry: dict[str, Any] | None) -> list[str]:
+    """The metrics of one subset, one per column (``-`` where there is none)."""
+    out = []
+    for _header, key, kind in METRIC_COLUMNS:
+        value = (entry or {}).get(key)
+        if value is None:
+            out.append("-")
+        else:
+            out.append(f"{100 * value:.1f}%" if kind == "%" else f"{value:.2f}x")
+    return out
 
 
 json_dumps = json.dumps  # kept for callers that render reports as text
