@@ -306,8 +306,8 @@ def test_bench_report_tables_fit_80_columns_one_metric_a_cell(tmp_path: Path) ->
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert max(len(line) for line in lines) <= 80, "\n".join(lines)
-    header = next(i for i, line in enumerate(lines) if "pass" in line and "set" in line)
-    overall = next(line for line in lines[header:] if "overall" in line)
+    header = next(i for i, line in enumerate(lines) if "Pass" in line and "set" in line)
+    overall = next(line for line in lines[header:] if "Overall" in line)
     cells = [c.strip() for c in overall.replace("│", "|").split("|") if c.strip()]
-    assert cells[0] == "overall" and len(cells) == 6, overall  # the set and five metrics
-    assert "this run, no lint flag" in out.stdout and "level 1" in out.stdout
+    assert cells[0] == "Overall" and len(cells) == 6, overall  # the set and five metrics
+    assert "this run, no lint flag" in out.stdout and "Level 1" in out.stdout

@@ -215,7 +215,7 @@ def report_data(
     metrics = compute_metrics(chosen)
     ordered = sorted(chosen.values(), key=problem_order)
     run_label = str(info.get("label") or run_dir.name or "this run")
-    subsets = _subsets(metrics)
+    subsets = metric_subsets(metrics)
     return ReportData(
         title=f"Benchmark report: {run_label}",
         header=header_items(run_dir, info, records, chosen, now),
@@ -300,16 +300,18 @@ def _utilization(figures: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------- metrics
 
 
-def _subset(metrics: dict[str, Any], key: str) -> dict[str, Any]:
+def subset_metrics(metrics: dict[str, Any], key: str) -> dict[str, Any]:
+    """The metrics of one subset (``overall`` or a level's key); empty where there are none."""
     levels = metrics.get("levels") or {}
     value = metrics.get("overall") if key == "overall" else levels.get(key)
     return value if isinstance(value, dict) else {}
 
 
-def _subsets(metrics: dict[str, Any]) -> list[Subset]:
+def metric_subsets(metrics: dict[str, Any]) -> list[Subset]:
+    """Overall, then each level of ``metrics``, with its display name and size."""
     keys = [("overall", "Overall")]
     keys += [(lv, level_name(lv)) for lv in (metrics.get("levels") or {})]
-    return [Subset(key, name, int(_subset(metrics, key).get("n", 0))) for key, name in keys]
+    return [Subset(key, name, int(subset_metrics(metrics, key).get("n", 0))) for key, name in keys]
 
 
 def metrics_table(
@@ -323,7 +325,7 @@ def metrics_table(
 
     def row(label: str, m: dict[str, Any], this_run: bool) -> MetricsRow:
         groups = [
-            [fmt_metric(_subset(m, s.key).get(f), kind) for f, _, kind in METRIC_COLUMNS]
+            [fmt_metric(subset_metrics(m, s.key).get(f), kind) for f, _, kind in METRIC_COLUMNS]
             for s in subsets
         ]
         return MetricsRow(label, this_run, groups)
@@ -353,7 +355,7 @@ def fast_p_table(metrics: dict[str, Any], subsets: list[Subset]) -> FastPTable:
     keys = [f"{p:g}" for p in FAST_P]
     rows = []
     for s in subsets:
-        subset = _subset(metrics, s.key)
+        subset = subset_metrics(metrics, s.key)
         fast_p = subset.get("fast_p") or {}
         reward = as_number(subset.get("mean_reward"))
         rows.append(

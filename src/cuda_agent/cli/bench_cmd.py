@@ -28,6 +28,8 @@ from cuda_agent.bench.records import (
     read_run_info,
     write_run_info,
 )
+from cuda_agent.bench.report_data import METRIC_COLUMNS, metric_subsets, subset_metrics
+from cuda_agent.bench.report_format import fmt_metric
 from cuda_agent.bench.run import AgentSpec, run_agent, run_solutions, summary_counts
 from cuda_agent.cli.common import (
     err_console,
@@ -385,43 +387,22 @@ def resolve_comparison(spec: str) -> tuple[str, dict[str, Any]]:
     return folder.name, compute_metrics(chosen_attempts(records))
 
 
-METRIC_COLUMNS = (
-    ("pass", "pass_rate", "%"),
-    ("faster than eager", "faster_rate_eager", "%"),
-    ("faster than compile", "faster_rate_compile", "%"),
-    ("speed-up vs eager", "geomean_speedup_eager", "x"),
-    ("speed-up vs compile", "geomean_speedup_compile", "x"),
-)
-
-
 def _print_table(rows: list[tuple[str, dict[str, Any]]]) -> None:
     """One table per run (this run, its problems with no lint flag, each comparison): a row
-    per subset (overall, each level), a column per metric, so it fits 80 columns. Pass rate
-    and the shares faster than each baseline are of all problems; speed-ups are geometric
-    means over the correct ones (docs/benchmarking.md)."""
+    per subset (overall, each level), a column per metric (the HTML report's
+    ``METRIC_COLUMNS``), so it fits 80 columns. Pass rate and the shares faster than each
+    baseline are of all problems; speed-ups are geometric means over the correct ones
+    (docs/benchmarking.md)."""
     for label, metrics in rows:
         table = Table(title=label, title_justify="left")
         table.add_column("set")
-        for header, _key, _kind in METRIC_COLUMNS:
-            table.add_column(header, justify="right")
-        levels = sorted(metrics.get("levels", {}))
-        for subset in ["overall", *levels]:
-            entry = metrics["overall"] if subset == "overall" else metrics["levels"][subset]
-            name = subset if subset == "overall" else f"level {subset}"
-            table.add_row(name, *_cells(entry))
+        for _key, title, _kind in METRIC_COLUMNS:
+            table.add_column(title, justify="right")
+        for subset in metric_subsets(metrics):
+            entry = subset_metrics(metrics, subset.key)
+            cells = [fmt_metric(entry.get(key), kind) for key, _, kind in METRIC_COLUMNS]
+            table.add_row(subset.name, *cells)
         out_console.print(table)
-
-
-def _cells(entry: dict[str, Any] | None) -> list[str]:
-    """The metrics of one subset, one per column (``-`` where there is none)."""
-    out = []
-    for _header, key, kind in METRIC_COLUMNS:
-        value = (entry or {}).get(key)
-        if value is None:
-            out.append("-")
-        else:
-            out.append(f"{100 * value:.1f}%" if kind == "%" else f"{value:.2f}x")
-    return out
 
 
 json_dumps = json.dumps  # kept for callers that render reports as text

@@ -6,9 +6,9 @@ used first, until the cache holds at most that; ``clear --yes`` removes every en
 is ``$CUDA_AGENT_CACHE`` or ``~/.cache/cuda-agent`` (the tests' is ``.cache/cuda-agent-tests``
 in the repository: ``make clean-cache`` clears both).
 
-``show`` also names the cap the cache keeps itself under (``CUDA_AGENT_CACHE_MAX``,
-``core/cache_usage.keep_under_cap``: the first evaluation of a process prunes entries unused
-for an hour or more).
+``show`` also names the cap the cache keeps itself under (``CUDA_AGENT_CACHE_MAX``;
+``core/cache_usage.keep_under_cap_once``: the first evaluation of a process prunes entries
+unused for an hour or more).
 
 What it does not do: prune while evaluations run (an entry removed under a build can fail it:
 run it when nothing is evaluating).

@@ -13,11 +13,11 @@ secret of the cached verdicts and the lock files of running work.
 * ``prune(root, max_bytes)``: removes whole entries, least recently used first, until the
   parts hold at most ``max_bytes``; returns what it removed;
 * ``clear(root)``: removes every entry of every part;
-* ``keep_under_cap(root, cap)``: the cap that holds by itself (``cache_cap``:
-  ``CUDA_AGENT_CACHE_MAX``, default 10G, ``off`` for none): where the parts hold more, entries
-  unused for at least ``GRACE_S`` (an hour) are removed, least recently used first, until they
-  fit; ``keep_under_cap_once`` does it the first time a process asks, which the evaluation
-  pipeline does before its first build (``evaluator/pipeline.prepare``).
+* ``keep_under_cap_once(root)``: the cap that holds by itself (``cache_cap``:
+  ``CUDA_AGENT_CACHE_MAX``, default 10G, ``off`` for none), the first time a process asks
+  (the evaluation pipeline does, before its first build: ``evaluator/pipeline.prepare``):
+  where the parts hold more, ``prune`` removes entries unused for at least ``GRACE_S`` (an
+  hour), least recently used first, until they fit.
 
 What it does not do: coordinate with running evaluations. An entry removed while a build reads
 it can fail that build: prune or clear when nothing is evaluating (``cuda-agent cache`` says
@@ -165,16 +165,17 @@ _capped_once = False
 
 
 def keep_under_cap_once(root: Path) -> list[Entry]:
-    """``keep_under_cap(root, cache_cap())`` the first time a process asks; later calls do
-    nothing (a process's own builds are recent, so the grace keeps them anyway). Says what
-    it removed in one logged line."""
+    """Entries unused for ``GRACE_S`` or more removed, least recently used first, until the
+    cache fits ``cache_cap()``, the first time a process asks; later calls do nothing (a
+    process's own builds are recent, so the grace keeps them anyway). Says what it removed in
+    one logged line."""
     global _capped_once
     with _CAPPED:
         if _capped_once:
             return []
         _capped_once = True
         cap = cache_cap()
-        removed = keep_under_cap(root, cap)
+        removed = [] if cap is None else prune(root, cap, GRACE_S)
     if removed and cap is not None:
         log.warning(
             "the cache %s was over its cap of %s (%s): removed %d entries unused for an hour "
@@ -182,12 +183,6 @@ def keep_under_cap_once(root: Path) -> list[Entry]:
             root, human(cap), CAP_ENV, len(removed), human(sum(e.bytes for e in removed)),
         )  # fmt: skip
     return removed
-
-
-def keep_under_cap(root: Path, cap: int | None, grace_s: float = GRACE_S) -> list[Entry]:
-    """Remove entries unused for ``grace_s`` or more, least recently used first, until the
-    parts hold at most ``cap`` bytes (None: no cap); returns what it removed."""
-    return [] if cap is None else prune(root, cap, grace_s)
 
 
 def _measure(path: Path) -> tuple[int, float]:

@@ -68,7 +68,8 @@ def kept(path: Path, key: str) -> list[list[Reply]] | None:
     if not path.is_file():
         return None
     lines = path.read_text(encoding="utf-8").splitlines()
-    if not lines or json.loads(lines[0]).get("key") != key:
+    head = json.loads(lines[0]) if lines else {}
+    if head.get("key") != key:
         return None
     groups = [[Reply(**reply) for reply in json.loads(line)] for line in lines[1:] if line]
-    return groups if len(groups) == json.loads(lines[0]).get("prompts") else None
+    return groups if len(groups) == head.get("prompts") else None
