@@ -12,7 +12,10 @@ Phases (each fits one 10-minute device call; what the next needs stays in ``--st
   deduplicated replies as supervised examples, one round of fine-tuning -> ``STATE/rft/model``
   (the replies are kept in the state before they are scored, so a retry generates nothing)
   (the sample is scored untimed: every check of the policy, no speed-up, since a pass is all
-  fine-tuning needs; a ``samples.jsonl`` already in the state is used instead of sampling);
+  fine-tuning needs; a ``samples.jsonl`` already in the state is used instead of sampling;
+  with no sample but the ``rft.jsonl`` and ``learnable.json`` an earlier run chose, the
+  fine-tuning alone runs again on those examples: a lease lost after the choice loses the
+  model only);
 * ``heldout ARM``: the held-out split scored for one arm, ``--samples`` replies per problem:
   ``base`` (the base model at ``--temperature``), ``null`` (the same sampling with another seed,
   no training: the noise floor), ``greedy`` (the base at temperature 0, one reply), ``rft``,
@@ -111,6 +114,11 @@ def phase_rft(args: argparse.Namespace, state: Path, model: str) -> None:
 
     out = state / "rft"
     samples_file = out / "samples.jsonl"
+    kept_examples = out / "rft.jsonl"
+    chosen = kept_examples.is_file() and (out / "learnable.json").is_file()
+    if chosen and not samples_file.is_file():
+        fine_tune_kept(args, out, model, kept_examples)
+        return
     summary = run_rft(
         model,
         args.task,
@@ -135,6 +143,23 @@ def phase_rft(args: argparse.Namespace, state: Path, model: str) -> None:
     )
     keys = ("replies", "base_pass_rate", "problems", "learnable", "examples", "outcomes")
     print(json.dumps({k: summary[k] for k in keys} | {"seconds": summary["seconds"]}))
+
+
+def fine_tune_kept(args: argparse.Namespace, out: Path, model: str, examples: Path) -> None:
+    """The fine-tuning alone, on the examples an earlier ``rft`` chose (a lease that ended
+    after choosing them lost the model, not the choice): no sampling, no scoring."""
+    from cuda_agent.rl.trl.sft import SFTSettings, run_sft
+
+    rows = [json.loads(line) for line in examples.read_text(encoding="utf-8").splitlines()]
+    log(f"fine-tuning on the {len(rows)} kept examples of {examples} (sample not redone)")
+    settings = SFTSettings(
+        learning_rate=args.sft_lr,
+        epochs=args.sft_epochs,
+        batch=args.sft_batch,
+        max_steps=args.sft_max_steps,
+    )
+    trained = run_sft(model, rows, out, settings, None)
+    log(f"fine-tuned {trained['steps']} steps; model in {trained['model']}")
 
 
 def phase_heldout(args: argparse.Namespace, state: Path, model: str) -> None:

@@ -17,8 +17,8 @@
 #   bash benchmarks/recipes/kernel_learning.sh restore    (carry .learn-state) the state an
 #                                                         earlier lease brought back, put in place
 # After every phase the state's small files (held-out replies, samples, verdicts, learnable
-# set, summaries; not the models) are copied to $OUT/learn-state, so a later lease can start
-# from them (keep them here as .learn-state, ignored by git, and carry them with `restore`).
+# set, summaries; not the models) are packed into $OUT/learn-state.tgz, so a later lease can
+# start from them (unpack it here as .learn-state, ignored by git; carry it with `restore`).
 # LEARN_MODEL (qwen-coder-0.5b), LEARN_TASK (kernel), LEARN_JOBS (12), LEARN_ARGS (more
 # arguments of benchmarks/kernel_learning.py) set the run. A line every 15 s names what holds
 # the GPU. The row: the phase's last lines.
@@ -35,11 +35,11 @@ run() {
   keep_state
   return $code
 }
-keep_state() {
+keep_state() { # one archive: the device tool brings back only a few files per call
   (cd /tmp/learn-state 2>/dev/null &&
     find . -path ./rft/model -prune -o -path ./grpo/model -prune -o -path '*/trainer' -prune \
       -o -type f \( -name '*.json' -o -name '*.jsonl' \) -print |
-    while read -r f; do mkdir -p "$OUT/learn-state/$(dirname "$f")" && cp "$f" "$OUT/learn-state/$f"; done)
+    tar czf "$OUT/learn-state.tgz" -T -)
 }
 case "${1:-}" in
 rft | grpo | report)
