@@ -44,3 +44,14 @@ def test_a_syntax_error_on_a_cold_cache_precompiles_no_stock_header(tmp_path: Pa
     assert result["details"]["builds"][0]["layouts"] == {"main.cpp": "stock (light failed)"}
     headers = built_headers(cache)
     assert headers and not any("torch/extension.h" in h for h in headers), headers
+
+
+@pytest.mark.slow
+def test_the_memory_check_says_in_a_log_that_it_builds_again_on_cpu() -> None:
+    """Most of a cold check is its own build (``-fsanitize=address`` needs its own precompiled
+    header: g++ refuses one built without it), so the stage's line says so."""
+    out = run_cli("eval", "relu", str(RELU_CPU), "--backend", "cpu", "--baselines", "eager",
+                  "--no-service")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    memory = [line for line in out.stderr.splitlines() if "memory:" in line]
+    assert memory and "AddressSanitizer: the extension built again" in memory[0], memory
