@@ -38,6 +38,9 @@ from cuda_agent.evaluator.prepared import Prepared
 from cuda_agent.evaluator.worker.kernel_symbols import device_kernel_names
 
 Progress = Callable[[str, str], None]
+# on cpu the check is a build of its own (an instrumented copy of the extension, whose first
+# build for a flag set also precompiles its header: most of a cold check), then one forward
+ASAN_STAGE = "memory check (AddressSanitizer: the extension built again, instrumented, then run)"
 
 
 class FollowUps:
@@ -114,7 +117,7 @@ class FollowUps:
 
     def _check_memory(self, device: dict[str, Any] | None, names: list[str] | None) -> MemoryCheck:
         began = time.monotonic()
-        self.notify("memory", "memory check")
+        self.notify("memory", ASAN_STAGE if self.prepared.opts.backend == "cpu" else "memory check")
         prepared = self.prepared
         try:
             return check_memory(
