@@ -20,6 +20,11 @@ Phases (each fits one 10-minute device call; what the next needs stays in ``--st
   ``base`` (the base model at ``--temperature``), ``null`` (the same sampling with another seed,
   no training: the noise floor), ``greedy`` (the base at temperature 0, one reply), ``rft``,
   ``grpo`` -> ``STATE/heldout/ARM.json``;
+* ``learnable``: the RFT model sampled over the training split as ``rft`` sampled the base
+  (untimed, the same verdict cache) -> ``STATE/rft/learnable-rft.json``: the problems the
+  fine-tuned model passes strictly between 0 and 1 times, which ``grpo`` then trains on (the
+  base's learnable problems are the ones RFT trained on: the RFT model passes nearly all their
+  replies, and all-pass groups carry no advantage; 2026-12-04, 61 of 64 rollouts passed);
 * ``grpo``: GRPO from the RFT model on its learnable training problems, set against collapse
   (``rl.trl.settings.StableGRPO``: ``--rollouts`` a step, loss ``grpo``, KL ``--beta``, constant
   ``--lr``, truncated replies masked; ``rl.trl.guards``: stop when no-answer replies double or
@@ -44,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 ARMS = ("base", "null", "greedy", "rft", "grpo")
+LEARNABLE_AFTER_RFT = "learnable-rft.json"  # the learnable phase's; grpo prefers it
 
 
 def log(message: str) -> None:
@@ -52,7 +58,7 @@ def log(message: str) -> None:
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("phase", choices=("rft", "heldout", "grpo", "report"))
+    parser.add_argument("phase", choices=("rft", "learnable", "heldout", "grpo", "report"))
     parser.add_argument("arm", nargs="?", choices=ARMS, help="the arm of a heldout phase")
     parser.add_argument("--model", default="qwen-coder-0.5b")
     parser.add_argument("--task", default="kernel")
@@ -162,6 +168,44 @@ def fine_tune_kept(args: argparse.Namespace, out: Path, model: str, examples: Pa
     log(f"fine-tuned {trained['steps']} steps; model in {trained['model']}")
 
 
+def phase_learnable(args: argparse.Namespace, state: Path) -> None:
+    from cuda_agent.rl.curriculum.generation import SamplingSettings
+    from cuda_agent.rl.curriculum.sampling import sample_split, write_samples
+    from cuda_agent.rl.curriculum.verdicts import VerdictCache
+    from cuda_agent.rl.trl.curriculum_rft import learnable_record
+
+    model = state / "rft" / "model"
+    if not model.is_dir():
+        raise SystemExit(f"learnable: no RFT model at {model} (run the rft phase first)")
+    out = state / "rft-sample"
+    settings = SamplingSettings(
+        args.train_samples, args.temperature, args.max_new_tokens, 0, args.batch_prompts
+    )
+    log(f"sampling the RFT model {model} over the train split, {settings}")
+    samples = sample_split(
+        str(model),
+        args.task,
+        args.backend,
+        folder_of(args),
+        "train",
+        settings,
+        limit=args.train_limit,
+        jobs=args.jobs,
+        options=options_of(args, timed=False),  # as rft's sample: the same verdict cache
+        cache=VerdictCache(state / "rft" / "verdicts.jsonl"),
+        log=log,
+        replies_file=out / "replies.jsonl",
+    )
+    write_samples(out / "samples.jsonl", samples)
+    record = learnable_record(samples)
+    target = state / "rft" / LEARNABLE_AFTER_RFT
+    target.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    log(
+        f"RFT model on the train split: pass {record['pass_rate']:.3f}, "
+        f"{len(record['pairs'])} learnable problems of {len(record['pass_counts'])} -> {target}"
+    )
+
+
 def phase_heldout(args: argparse.Namespace, state: Path, model: str) -> None:
     from cuda_agent.rl.curriculum.generation import SamplingSettings
     from cuda_agent.rl.curriculum.sampling import sample_split
@@ -225,8 +269,11 @@ def phase_grpo(args: argparse.Namespace, state: Path) -> None:
         "loss_type": args.loss,
     }
     deadline = args.deadline - 45 if args.deadline else None  # saving the policy
-    learnable = state / "rft" / "learnable.json"
-    base = json.loads(learnable.read_text(encoding="utf-8"))
+    base = json.loads((state / "rft" / "learnable.json").read_text(encoding="utf-8"))
+    learnable = state / "rft" / LEARNABLE_AFTER_RFT
+    if not learnable.is_file():
+        learnable = state / "rft" / "learnable.json"
+    log(f"grpo on the learnable problems of {learnable}")
     # no-answer replies against the base's share in its sample; length against the first step
     guard = {"format_share": base["format_share"]}
     summary = run_curriculum(
@@ -302,6 +349,8 @@ def main(argv: list[str] | None = None) -> int:
     log(f"model {model}; problems {folder_of(args)}")
     if args.phase == "rft":
         phase_rft(args, state, model)
+    elif args.phase == "learnable":
+        phase_learnable(args, state)
     elif args.phase == "heldout":
         phase_heldout(args, state, model)
     else:

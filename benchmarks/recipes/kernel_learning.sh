@@ -9,6 +9,7 @@
 #   bash benchmarks/recipes/kernel_learning.sh heldout greedy  the base at temperature 0
 #   bash benchmarks/recipes/kernel_learning.sh rft        sample the train split, fine-tune
 #   bash benchmarks/recipes/kernel_learning.sh heldout rft
+#   bash benchmarks/recipes/kernel_learning.sh learnable  the RFT model's own learnable problems
 #   bash benchmarks/recipes/kernel_learning.sh grpo       GRPO from the RFT model until the deadline
 #   bash benchmarks/recipes/kernel_learning.sh heldout grpo
 #   bash benchmarks/recipes/kernel_learning.sh report     the table (also after any heldout)
@@ -42,7 +43,7 @@ keep_state() { # one archive: the device tool brings back only a few files per c
     tar czf "$OUT/learn-state.tgz" -T -)
 }
 case "${1:-}" in
-rft | grpo | report)
+rft | learnable | grpo | report)
   recipe_start
   run "$1"
   row "kernel learning, $1:" "$(quiet <"$OUT/learning.log" | tail -3 | joined)"
@@ -62,14 +63,14 @@ smoke)
   recipe_start
   SMOKE=(--n-train 16 --n-heldout 8 --heldout-limit 4 --train-samples 4
     --samples 2 --sft-max-steps 2 --steps 2 --rollouts 16 --micro-batch 16 --max-new-tokens 256)
-  for phase in "heldout base" rft "heldout rft" grpo "heldout grpo" report; do
+  for phase in "heldout base" rft "heldout rft" learnable grpo "heldout grpo" report; do
     # shellcheck disable=SC2086
     run $phase "${SMOKE[@]}" || { row "kernel learning smoke: $phase failed"; exit 1; }
   done
   row "kernel learning smoke:" "$(quiet <"$OUT/learning.log" | grep -E "held-out|grpo:|fine-tuned" | joined)"
   ;;
 *)
-  echo "usage: $0 rft|heldout ARM|grpo|report|smoke|restore" >&2
+  echo "usage: $0 rft|learnable|heldout ARM|grpo|report|smoke|restore" >&2
   exit 2
   ;;
 esac
