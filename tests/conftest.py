@@ -1,5 +1,4 @@
-"""Test configuration: a shared build cache, one torch thread per process, GPU skips, the slow
-tests first, and the tier report.
+"""Test configuration: a shared build cache for the session, GPU skips, and the tier report.
 
 Builds are cached under ``.cache/cuda-agent-tests`` in the repository (or wherever
 ``CUDA_AGENT_CACHE`` points), so repeated runs skip compiler work; tests that need a cold build
@@ -22,18 +21,9 @@ REPO = Path(__file__).resolve().parent.parent
 LONG_FAST_TEST_S = 20.0  # a fast-tier test that took longer is listed in the summary
 _long_fast_tests: list[tuple[float, str]] = []
 os.environ.setdefault("CUDA_AGENT_CACHE", str(REPO / ".cache" / "cuda-agent-tests"))
-if os.environ.get("PYTEST_XDIST_WORKER"):
-    # Under pytest-xdist (`-n auto`: a worker per core), one torch (OpenMP) thread per process
-    # unless the caller says otherwise: a model or a compile in each worker with torch's default
-    # of a thread per core oversubscribes the cores, and OpenMP's spinning threads burn the CPU
-    # the other worker needs (a SmolLM2 GRPO step beside other tests: 194 s wall and 90 s of CPU
-    # with the default, 88 s and 37 s with one thread). Evaluation workers set their own count;
-    # a run without xdist (the GPU tier) keeps torch's default.
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    _slow_first(items)
     if os.environ.get("CUDA_AGENT_GPU_TESTS") == "1":
         return
     try:
@@ -48,16 +38,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
-
-
-def _slow_first(items: list[pytest.Item]) -> None:
-    """Tests marked ``slow`` first, each group in its collection order (a stable sort).
-
-    pytest-xdist hands out tests in collection order, so the one- to four-minute tests start
-    at once on every worker and the short ones fill in after them, instead of a long test
-    starting last on one worker while the others idle (longest first: the classic balance).
-    """
-    items.sort(key=lambda item: "slow" not in item.keywords)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
