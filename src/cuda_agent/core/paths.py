@@ -26,6 +26,15 @@ def builds_dir() -> Path:
     return cache_root() / "builds"
 
 
+PRIVATE_BUILDS_ENV = "CUDA_AGENT_PRIVATE_BUILDS"  # where to build when the cache is read-only
+
+
+def private_builds_dir() -> Path | None:
+    """A sandboxed worker's own build folder (its ``builds_dir()`` is read-only), or None."""
+    private = os.environ.get(PRIVATE_BUILDS_ENV)
+    return Path(private) if private else None
+
+
 def baselines_dir() -> Path:
     return cache_root() / "baselines"
 

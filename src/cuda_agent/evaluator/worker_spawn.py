@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from cuda_agent.core.paths import (
+    PRIVATE_BUILDS_ENV,
     builds_dir,
     cache_root,
     ensure_dir,
@@ -36,7 +37,6 @@ from cuda_agent.core.paths import (
     scratch_dir,
 )
 from cuda_agent.core.secret import SANDBOXED_ENV
-from cuda_agent.evaluator.builder.builder import PRIVATE_BUILDS_ENV
 from cuda_agent.evaluator.memory_cap import worker_memory_cap_bytes
 from cuda_agent.evaluator.worker_template import (
     CHILD_RESULT_FD,

@@ -8,12 +8,17 @@ gives stage ``build`` with the same text a build before the worker gives.
 from __future__ import annotations
 
 import secrets
+import shutil
+import tempfile
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import cuda_agent
+from cuda_agent.core import secret
+from cuda_agent.core.paths import baselines_dir, builds_dir, ensure_dir
 from cuda_agent.core.types import EvalResult
 from cuda_agent.evaluator.pipeline import evaluate
 from cuda_agent.problems.sets import resolve_problem
@@ -146,7 +151,27 @@ def test_a_lazy_build_in_forward_runs_and_counts_as_custom_code(tmp_path: Path) 
     assert any(b["module"] == "ca_test_ops" for b in result.builds)
 
 
-def test_load_builds_sources_written_to_the_private_temporary_folder(tmp_path: Path) -> None:
+@pytest.fixture
+def cold_shared_builds(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A cache of this test's own under the system's temporary folder, whose ``builds/``
+    exists and is empty (the worker sees it read-only, so it builds into its private folder,
+    precompiled headers included) and whose baselines and signing key are the session's.
+    Under bubblewrap the compile sandbox replaces ``/tmp``: a header built in the worker's
+    private folder there must still be visible to the compiler that includes it."""
+    secret.key()  # the session's key exists before it is linked to
+    shared = {"baselines": ensure_dir(baselines_dir()), "secret": secret.secret_dir()}
+    root = ensure_dir(Path(tempfile.mkdtemp(prefix="ca-cold-builds-", dir="/tmp")))
+    for name, target in shared.items():
+        (root / name).symlink_to(target, target_is_directory=True)
+    monkeypatch.setenv("CUDA_AGENT_CACHE", str(root))
+    ensure_dir(builds_dir())
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_load_builds_sources_written_to_the_private_temporary_folder(
+    tmp_path: Path, cold_shared_builds: Path
+) -> None:
     path = solution(
         tmp_path,
         "tmp_load",

@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cuda_agent.core.paths import builds_dir, ensure_dir
+from cuda_agent.core.paths import builds_dir, ensure_dir, private_builds_dir
 from cuda_agent.evaluator.builder.cache_entry import locked, seal, usable
 from cuda_agent.evaluator.builder.compiler_log import summarise
 from cuda_agent.evaluator.builder.light_index import ensure_index
@@ -48,7 +48,6 @@ from cuda_agent.evaluator.builder.units import (
     write_source,
 )
 
-PRIVATE_BUILDS_ENV = "CUDA_AGENT_PRIVATE_BUILDS"  # where to build when the cache is read-only
 LAYOUTS = ("auto", "light", "stock")
 # a light failure in the sources' own code, which stock would repeat (not compiled)
 OWN_FAILURE_LAYOUT = "light (own error; stock alike, not compiled)"
@@ -164,15 +163,15 @@ def _cache_hit(result: BuildResult, final: Path) -> None:
 
 def _writable_root(shared: Path) -> Path:
     """The shared cache, or this process's private one when the shared cache is read-only."""
-    private = os.environ.get(PRIVATE_BUILDS_ENV)
+    private = private_builds_dir()
     try:
         ensure_dir(shared)
         if _can_write(shared):
             return shared
     except OSError:
         pass
-    if private:
-        return ensure_dir(Path(private))
+    if private is not None:
+        return ensure_dir(private)
     return ensure_dir(shared)
 
 

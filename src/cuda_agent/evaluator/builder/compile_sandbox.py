@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cuda_agent.core.paths import builds_dir
+from cuda_agent.core.paths import builds_dir, private_builds_dir
 from cuda_agent.evaluator.memory_cap import worker_memory_cap_bytes
 from cuda_agent.workspace.sandbox import Sandbox, SandboxPolicy
 
@@ -32,9 +32,18 @@ def confine_compiler(
         address_space_bytes=worker_memory_cap_bytes("cpu"),  # a compiler: no CUDA context
         file_size_bytes=8 << 30,
         open_files=4096,
-        bind_ro=(builds_dir(),),  # the precompiled header (bubblewrap replaces /tmp)
+        bind_ro=build_roots(),
         inherit_env=True,
         extra_env=dict(extra_env or {}),
     )
     sandbox = Sandbox(policy, allow_unsandboxed=True)
     return sandbox.wrap(command), sandbox.environment()
+
+
+def build_roots() -> tuple[Path, ...]:
+    """The folders whose headers a compile includes (precompiled headers, the light index's
+    shadow headers): the shared cache's and, in a sandboxed worker, its private one, where
+    those are built while the shared cache lacks them. Visible read-only, since bubblewrap
+    replaces ``/tmp`` and either may live there."""
+    private = private_builds_dir()
+    return (builds_dir(),) if private is None else (builds_dir(), private)

@@ -38,9 +38,14 @@ def pch_header(root: Path, key: str) -> Path:
     return root / "pch" / key / HEADER_NAME
 
 
+def gch_of(header: Path) -> Path:
+    """The precompiled form of ``header``, where g++ looks for it beside the header."""
+    return header.with_name(header.name + ".gch")
+
+
 def ensure_pch(header: Path, text: str, base_command: list[str], deadline: float) -> bool:
     """Write ``header`` (``text``) and build its ``.gch`` if missing; True when usable."""
-    gch = header.with_name(HEADER_NAME + ".gch")
+    gch = gch_of(header)
     if gch.exists() and trusted(gch) and trusted(header):
         _mark_used(header.parent)
         return True

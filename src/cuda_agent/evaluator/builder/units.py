@@ -36,7 +36,7 @@ from cuda_agent.evaluator.builder.light import (
 from cuda_agent.evaluator.builder.light_failure import is_own_failure, own_labels, without_hints
 from cuda_agent.evaluator.builder.light_index import ensure_index, umbrella_identifiers
 from cuda_agent.evaluator.builder.nvcc_pipeline import compile_cu
-from cuda_agent.evaluator.builder.pch import PRELUDE, ensure_pch, pch_header, wants_pch
+from cuda_agent.evaluator.builder.pch import PRELUDE, ensure_pch, gch_of, pch_header, wants_pch
 from cuda_agent.evaluator.builder.spec import ExtensionSpec, SourceFile
 from cuda_agent.evaluator.builder.toolchain import Toolchain
 
@@ -159,7 +159,7 @@ def _variant(
         if pch_text:
             pch_key = digest(BUILDER_VERSION, toolchain.identity, pch_text, *keyed_base)
             shared = pch_header(builds_dir(), pch_key)
-            built = shared.with_name(shared.name + ".gch").exists()
+            built = gch_of(shared).exists()
             pch = shared if built else pch_header(root, pch_key)
             command = [*base, "-include", str(pch), "-include", NAME_HEADER]
             keyed = [*keyed_base, "-include", f"<pch:{pch_key}>", "-include", NAME_HEADER]
@@ -221,7 +221,7 @@ def _stock_syntax(variant: Variant, folder: Path, name: str, deadline: float) ->
     same compiler, flags and text as the compile it precedes, so the same errors; when it
     passes, the unit compiles as before (header built, object stored)."""
     pch = variant.pch
-    if pch is None or variant.pch_base is None or pch.with_name(pch.name + ".gch").exists():
+    if pch is None or variant.pch_base is None or gch_of(pch).exists():
         return True, ""
     command = [*variant.pch_base, "-include", NAME_HEADER, "-fsyntax-only", name]
     return run_compiler(command, folder, deadline, True)
