@@ -24,6 +24,7 @@ os.environ.setdefault("CUDA_AGENT_CACHE", str(REPO / ".cache" / "cuda-agent-test
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _slow_first(items)
     if os.environ.get("CUDA_AGENT_GPU_TESTS") == "1":
         return
     try:
@@ -38,6 +39,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def _slow_first(items: list[pytest.Item]) -> None:
+    """Tests marked ``slow`` first, each group in its collection order (a stable sort).
+
+    pytest-xdist hands out tests in collection order, so the one- to four-minute tests start
+    at once on every worker and the short ones fill in after them, instead of a long test
+    starting last on one worker while the others idle (longest first: the classic balance).
+    """
+    items.sort(key=lambda item: "slow" not in item.keywords)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

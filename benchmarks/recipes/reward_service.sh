@@ -28,6 +28,7 @@ recipe_start
 case "${1:-}" in
 load)
   wheels_install
+  export LOAD_SUBMISSIONS=1000 # CI runs the same test with 250
   limit 560 python3 -m pytest -s -p no:cacheprovider tests/service/test_service_load.py \
     >"$OUT/service_load.log" 2>&1
   echo "load test exit $?"

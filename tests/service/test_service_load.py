@@ -1,17 +1,20 @@
 """The service under load, killed in the middle: every acknowledged job ends with one result.
 
-1,000 submissions from 32 concurrent clients (loopback, cpu backend). Most are solutions that
-fail the static stage (a file without ``ModelNew``: no worker, so the load is the service's
-own); one in fifty is a real evaluation. Each submission carries its own idempotency key, and
-a client whose request fails because the service is down sends it again with the same key
-until it is acknowledged. Once 400 are acknowledged the service is killed with SIGKILL and
-started again on the same port and store. At the end every key has exactly one job, and every
-job exactly one result.
+``LOAD_SUBMISSIONS`` submissions (250 in CI; the benchmark in docs/benchmarks.md runs 1,000)
+from 32 concurrent clients (loopback, cpu backend). Most are solutions that fail the static
+stage (a file without ``ModelNew``: no worker, so the load is the service's own); one in fifty
+is a real evaluation. Each submission carries its own idempotency key, and a client whose
+request fails because the service is down sends it again with the same key until it is
+acknowledged. Once two in five are acknowledged the service is killed with SIGKILL and started
+again on the same port and store. At the end every key has exactly one job, and every job
+exactly one result. 250 keeps every part of that: 32 clients in flight at the kill, requests
+sent again, real evaluations before and after it.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from pathlib import Path
@@ -25,13 +28,13 @@ from tests.service.helpers import TOKENS, Service, body, free_port
 pytest.importorskip("fastapi")
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
-SUBMISSIONS = 1000
+SUBMISSIONS = int(os.environ.get("LOAD_SUBMISSIONS", "250"))
 CLIENTS = 32
-KILL_AFTER = 400
+KILL_AFTER = SUBMISSIONS * 2 // 5
 NO_MODEL = "import torch\n\nx = 1  # no ModelNew: a static verdict\n"
 
 
-def test_a_thousand_submissions_and_a_sigkill(tmp_path: Path) -> None:
+def test_submissions_under_load_and_a_sigkill(tmp_path: Path) -> None:
     port = free_port()
     services = [Service(tmp_path, port=port)]
     url = services[0].url
