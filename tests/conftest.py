@@ -1,4 +1,5 @@
-"""Test configuration: a shared build cache for the session, GPU skips, and the tier report.
+"""Test configuration: a shared build cache, one torch thread per process, GPU skips, the slow
+tests first, and the tier report.
 
 Builds are cached under ``.cache/cuda-agent-tests`` in the repository (or wherever
 ``CUDA_AGENT_CACHE`` points), so repeated runs skip compiler work; tests that need a cold build
@@ -21,6 +22,14 @@ REPO = Path(__file__).resolve().parent.parent
 LONG_FAST_TEST_S = 20.0  # a fast-tier test that took longer is listed in the summary
 _long_fast_tests: list[tuple[float, str]] = []
 os.environ.setdefault("CUDA_AGENT_CACHE", str(REPO / ".cache" / "cuda-agent-tests"))
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # Under pytest-xdist (`-n auto`: a worker per core), one torch (OpenMP) thread per process
+    # unless the caller says otherwise: a model or a compile in each worker with torch's default
+    # of a thread per core oversubscribes the cores, and OpenMP's spinning threads burn the CPU
+    # the other worker needs (a SmolLM2 GRPO step beside other tests: 194 s wall and 90 s of CPU
+    # with the default, 88 s and 37 s with one thread). Evaluation workers set their own count;
+    # a run without xdist (the GPU tier) keeps torch's default.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

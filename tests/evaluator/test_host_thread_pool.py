@@ -12,6 +12,7 @@ is still caught (``tests/adversarial``: ``b2_thread_writes_later``).
 Each check runs in a fresh interpreter with torch's default thread count, as a GPU worker has.
 """
 
+import os
 import subprocess
 import sys
 
@@ -45,11 +46,13 @@ print(torch.get_num_threads(), thread_count() - before)
 
 
 def _run(code: str) -> tuple[int, int]:
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}  # conftest's 1
     proc = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
         timeout=120,
+        env=env,
     )
     assert proc.returncode == 0, proc.stderr
     threads, new = proc.stdout.split()
