@@ -3,10 +3,16 @@
 A bench over 227 LLM-written solutions once wrote nothing for 9 minutes: a build thread was
 importing ``torch.utils.cpp_extension`` for the first time (setuptools -> logging) while another
 thread started a worker with ``preexec_fn``; the fork handlers and the import lock deadlocked.
-This runs the same shape on the cpu backend: 40 solutions, half building at import (built by
-the pool's build threads first), half calling ``load_inline`` inside ``__init__`` (nothing to
-pre-build: their workers start at once, while the first builds are still importing), several
-build threads and spare workers, in a fresh process (cold imports). A watchdog fails the test
+This runs the same shape on the cpu backend, in a fresh process (cold imports) with a cold
+cache: half the solutions build at import (built by the pool's build threads first), half call
+``load_inline`` inside ``__init__`` (nothing to pre-build: their workers start at once, while
+the first builds are still importing), with 4 build threads, 3 workers and 3 spare workers.
+The hazard is at the start (first imports, first build, first worker starts), so the count is
+the fewest that keeps all of those busy at once there: 12 solutions, 6 of each kind. The
+at-import half alone is more than the build threads; the in-``__init__`` half alone is as many
+as the workers plus their spares, enough evaluations to take every worker and every spare while
+the first build still imports and compiles. (It was 40: every solution after those met warm
+imports and the already built extension, and repeated the same work.) A watchdog fails the test
 when no result arrives for a while, with every thread's stack (SIGABRT with
 ``PYTHONFAULTHANDLER``) in the message.
 """
@@ -24,7 +30,11 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-SOLUTIONS = 40
+BUILD_WORKERS, WORKERS, SPARE_WORKERS = 4, 3, 3
+# half of them (the in-__init__ ones) fill every worker and spare; the other half are more
+# than the build threads
+SOLUTIONS = 2 * (WORKERS + SPARE_WORKERS)
+assert SOLUTIONS // 2 > BUILD_WORKERS
 STALL_S = 240.0  # no new result for this long: hung (a healthy run gives one every few s)
 TOTAL_S = 1500.0
 
@@ -114,8 +124,8 @@ def test_bench_of_many_load_inline_solutions_never_hangs(tmp_path: Path) -> None
     }
     argv = [sys.executable, "-m", "cuda_agent", "bench", "run", "--problems", str(problems)]
     argv += ["--solutions", str(solutions), "--backend", "cpu", "--baselines", ""]
-    argv += ["--policy", "off", "--workers", "3", "--build-workers", "4"]
-    argv += ["--spare-workers", "3", "--out", str(run)]
+    argv += ["--policy", "off", "--workers", str(WORKERS), "--build-workers", str(BUILD_WORKERS)]
+    argv += ["--spare-workers", str(SPARE_WORKERS), "--out", str(run)]
     with open(log, "wb") as out:
         proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT)
         try:
