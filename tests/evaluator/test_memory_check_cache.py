@@ -4,7 +4,13 @@ backend or checker misses), a forged or replayed entry reads as None, and, end t
 cpu backend (AddressSanitizer), a repeated evaluation of the same solution reports the cached
 answer with the same verdict while ``use_memory_check_cache=False`` checks it again.
 
-Every test points ``CUDA_AGENT_CACHE`` at its own folder (so also its own signing key).
+Every test points ``CUDA_AGENT_CACHE`` at its own folder, so its answers start from none. The
+unit tests have their own signing key too; the two end-to-end tests share the session cache's
+builds, baselines and the key that signs them (links in their own folder): the example, the
+fixture and their AddressSanitizer variants (and the light index and precompiled headers they
+use) are compiled at most once for the session, where other tests may have built them already,
+not again into every fresh folder. Whether an answer is cached depends on the
+memory-check entries only, and those are the test's own.
 
 What it does not check: the signature scheme itself (``core/secret.py``) or the GPU checker.
 """
@@ -18,6 +24,8 @@ from typing import Any
 
 import pytest
 
+from cuda_agent.core import secret
+from cuda_agent.core.paths import baselines_dir, builds_dir, ensure_dir
 from cuda_agent.core.types import Problem, Solution
 from cuda_agent.evaluator.memory_check_cache import (
     CheckKey,
@@ -54,6 +62,24 @@ CPU = {"backend": "cpu", "torch": "2.5.1", "device": "x86_64", "threads": 1}
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "cache"
     monkeypatch.setenv("CUDA_AGENT_CACHE", str(root))
+    return root
+
+
+@pytest.fixture
+def answers_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A cache of this test's own (no memory-check answers yet) whose builds, baselines and
+    signing key are the session's: the builds an earlier test made are not made again."""
+    shared = {
+        "builds": ensure_dir(builds_dir()),
+        "baselines": ensure_dir(baselines_dir()),
+        "secret": secret.secret_dir(),
+    }
+    secret.key()  # the session's key exists before it is linked to
+    root = ensure_dir(tmp_path / "cache")
+    for name, target in shared.items():
+        (root / name).symlink_to(target, target_is_directory=True)
+    monkeypatch.setenv("CUDA_AGENT_CACHE", str(root))
+    assert not memory_checks_dir().exists()
     return root
 
 
@@ -174,8 +200,8 @@ def verdict(result: Any) -> tuple[Any, ...]:
     return (result.correct, result.reward > 0, sorted(result.flags), stage)
 
 
-@pytest.mark.slow  # builds the example (and its AddressSanitizer variant) into a fresh cache
-def test_a_repeated_solution_is_answered_from_the_cache(cache: Path) -> None:
+@pytest.mark.slow  # the example's AddressSanitizer build (shared) and three evaluations
+def test_a_repeated_solution_is_answered_from_the_cache(answers_only: Path) -> None:
     problem = resolve_problem("relu", "small")
     candidate = load_solution(EXAMPLE_CPU)
     first = evaluate(problem, candidate, fast_options(memory_check=True))
@@ -198,8 +224,8 @@ def test_a_repeated_solution_is_answered_from_the_cache(cache: Path) -> None:
     assert len(list(memory_checks_dir().iterdir())) == 1
 
 
-@pytest.mark.slow  # builds a fixture (and its AddressSanitizer variant) into a fresh cache
-def test_a_repeated_finding_rejects_again_from_the_cache(cache: Path) -> None:
+@pytest.mark.slow  # the fixture's AddressSanitizer build (shared) and two evaluations
+def test_a_repeated_finding_rejects_again_from_the_cache(answers_only: Path) -> None:
     problem = resolve_problem("relu", "small")
     candidate = load_solution(FIXTURES / "m1_read_past_end.py")
     first = evaluate(problem, candidate, fast_options(memory_check=True))
