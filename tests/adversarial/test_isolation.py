@@ -2,7 +2,8 @@
 connection) under every isolation mode this machine offers, plus the unsandboxed mode, which
 must be asked for and then still catches forged caches by their signatures.
 
-Each test uses its own cache folder: the attacks rewrite what they find there.
+Each test uses its own cache folder: the attacks rewrite what they find there. Only the
+session's header index and precompiled headers are shared into it (built once, not per test).
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import json
 import os
 import shutil
 import socket
-import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +33,7 @@ from cuda_agent.workspace.isolation import (
 from cuda_agent.workspace.sandbox import SandboxPolicy, confine_plan
 from tests.adversarial.catalogue import FIXTURES
 from tests.helpers import fast_options, relu_solution
+from tests.warm_cache import fresh_cache
 
 pytestmark = pytest.mark.slow
 
@@ -56,10 +57,10 @@ ISOLATED = [
 
 @pytest.fixture
 def cache(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A fresh cache the sandbox user can reach (pytest's tmp_path sits in a 0700 folder)."""
-    folder = Path(tempfile.mkdtemp(prefix="ca-iso-"))
-    folder.chmod(0o755)
-    monkeypatch.setenv("CUDA_AGENT_CACHE", str(folder))
+    """A fresh cache the sandbox user can reach (pytest's tmp_path sits in a 0700 folder), with
+    its own key, extensions and baselines; the header index and precompiled headers are the
+    session's (``tests/warm_cache.py``), which no attack here targets."""
+    folder = fresh_cache(monkeypatch)
     monkeypatch.delenv(ALLOW_UNSANDBOXED_ENV, raising=False)
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
@@ -165,6 +166,7 @@ def test_unsandboxed_must_be_asked_for(cache: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv(ISOLATION_ENV, "none")
     with pytest.raises(IsolationUnavailable, match="--allow-unsandboxed"):
         _evaluate(FIXTURES / "c1_forge_baselines.py")
+    assert not (builds_dir() / "ext").exists(), "refused only after building the candidate"
 
 
 def test_unsandboxed_forged_caches_are_caught_by_their_signatures(

@@ -10,6 +10,8 @@ beside its timing (``follow_ups.py``). With ``shapes``, it is also verified at o
 at any stage is a verdict (``error.stage`` says where), never an exception. Builds run in this
 process (they need no GPU); candidate code runs only in a fresh worker process, on a private
 snapshot of the solution, with a hard timeout. The same path serves the cpu and cuda backends.
+Where no isolation is available and unsandboxed runs were not allowed, ``IsolationUnavailable``
+is raised first, before anything is built.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from cuda_agent.evaluator.worker_process import WorkerOutcome, run_worker
 from cuda_agent.evaluator.worker_spawn import worker_env
 from cuda_agent.solutions.language import detect_language, written_in
 from cuda_agent.solutions.static import analyse, python_trees
+from cuda_agent.workspace.sandbox import worker_isolation
 from cuda_agent.workspace.template_files import harness_binding_files
 
 Progress = Callable[[str, str], None]
@@ -69,6 +72,8 @@ def prepare(
 ) -> Prepared:
     """The CPU stages: static analysis and the build (no GPU needed)."""
     opts = options.validate()
+    if opts.sandbox:  # refused before anything is built, not after (raises IsolationUnavailable)
+        worker_isolation(opts.backend == "cuda", opts.allow_unsandboxed)
     notify = progress or _silent
     keep_under_cap_once(cache_root())  # the cache's cap, once per process (cache_usage.py)
     seed = opts.seed if opts.seed is not None else secrets.randbits(63)
