@@ -1,5 +1,5 @@
-"""Test configuration: a shared build cache, one torch thread per process, GPU skips, the slow
-tests first, and the tier report.
+"""Test configuration: a shared build cache, one torch thread per process, workers under
+``confine`` where it is available, GPU skips, the slow tests first, and the tier report.
 
 Builds are cached under ``.cache/cuda-agent-tests`` in the repository (or wherever
 ``CUDA_AGENT_CACHE`` points), so repeated runs skip compiler work; tests that need a cold build
@@ -30,6 +30,31 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     # with the default, 88 s and 37 s with one thread). Evaluation workers set their own count;
     # a run without xdist (the GPU tier) keeps torch's default.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+def _workers_under_confine() -> None:
+    """Evaluation workers under ``confine`` (Landlock and namespaces, no bubblewrap) where it
+    isolates here and the caller chose no mode.
+
+    Under ``confine`` a worker is forked from a template that has imported torch already (about
+    0.2 s); bubblewrap starts every worker as a new process that imports torch (about 3.5 s on
+    the 2-core machine, once or more per evaluation, for hundreds of evaluations). bubblewrap's
+    own behaviour is tested where it differs, with the mode named: the isolation attacks, the
+    fast tier's red-team fixtures again under the other mode, run-time builds, spares and the
+    shell sandbox. ``CUDA_AGENT_ISOLATION=bwrap make test-all`` runs every test under it.
+    """
+    from tests.helpers import confine_available
+
+    if "CUDA_AGENT_ISOLATION" not in os.environ and confine_available():
+        os.environ["CUDA_AGENT_ISOLATION"] = "confine"
+
+
+_workers_under_confine()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    mode = os.environ.get("CUDA_AGENT_ISOLATION", "auto")
+    return f"evaluation workers: CUDA_AGENT_ISOLATION={mode}"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -234,3 +234,13 @@ def lock_free(path: Path, shared: bool = False) -> bool:
     finally:
         os.close(fd)  # closing drops a lock taken here
     return True
+
+
+def confine_available() -> bool:
+    """Whether ``CUDA_AGENT_ISOLATION=confine`` isolates a worker here (Landlock, namespaces or
+    a dropped user: anything but none)."""
+    from cuda_agent.workspace.isolation import describe
+    from cuda_agent.workspace.sandbox import SandboxPolicy, confine_plan
+
+    probe = SandboxPolicy(workdir=Path("/"), tmpdir=Path("/"), drop_user=True)
+    return describe(confine_plan(probe)[1]) != "none"

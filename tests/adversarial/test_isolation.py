@@ -28,19 +28,12 @@ from cuda_agent.workspace.isolation import (
     ISOLATION_ENV,
     IsolationUnavailable,
     bwrap_usable,
-    describe,
 )
-from cuda_agent.workspace.sandbox import SandboxPolicy, confine_plan
 from tests.adversarial.catalogue import FIXTURES
-from tests.helpers import fast_options, relu_solution
+from tests.helpers import confine_available, fast_options, relu_solution
 from tests.warm_cache import fresh_cache
 
 pytestmark = pytest.mark.slow
-
-
-def _confine_available() -> bool:
-    probe = SandboxPolicy(workdir=Path("/"), tmpdir=Path("/"))
-    return describe(confine_plan(probe)[1]) != "none"
 
 
 ISOLATED = [
@@ -50,7 +43,7 @@ ISOLATED = [
     pytest.param(
         "confine",
         id="confine",
-        marks=pytest.mark.skipif(not _confine_available(), reason="no Landlock, not root"),
+        marks=pytest.mark.skipif(not confine_available(), reason="no Landlock, not root"),
     ),
 ]
 
