@@ -169,9 +169,17 @@ def cold_shared_builds(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     shutil.rmtree(root, ignore_errors=True)
 
 
+@pytest.mark.parametrize("mode", ["bwrap", "confine"])
 def test_load_builds_sources_written_to_the_private_temporary_folder(
-    tmp_path: Path, cold_shared_builds: Path
+    mode: str, tmp_path: Path, cold_shared_builds: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Under each isolation, since the worker's view of the caches differs: bubblewrap replaces
+    ``/tmp`` for the worker and again for its compiler."""
+    if mode == "bwrap" and not bwrap_usable():
+        pytest.skip("bubblewrap is not usable here")
+    if mode == "confine" and landlock_abi() < 1:
+        pytest.skip("no Landlock in this kernel")
+    monkeypatch.setenv(ISOLATION_ENV, mode)
     path = solution(
         tmp_path,
         "tmp_load",
