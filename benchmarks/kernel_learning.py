@@ -25,6 +25,12 @@ Phases (each fits one 10-minute device call; what the next needs stays in ``--st
   fine-tuned model passes strictly between 0 and 1 times, which ``grpo`` then trains on (the
   base's learnable problems are the ones RFT trained on: the RFT model passes nearly all their
   replies, and all-pass groups carry no advantage; 2026-12-04, 61 of 64 rollouts passed);
+* ``rft2``: expert iteration's second round, after ``learnable``: the base model fine-tuned
+  again, on the passing, deduplicated replies of both samples (the RFT model's over the train
+  split first, then the base's; at most ``--per-problem`` a problem) -> ``STATE/rft2/model``
+  (fine-tuning the base, not the RFT model, on the union: a second fine-tuning of the
+  fine-tuned model on its own replies overfits); the RFT model passes problems the base never
+  did, so the examples reach further than round one's;
 * ``grpo``: GRPO from the RFT model on its learnable training problems, set against collapse
   (``rl.trl.settings.StableGRPO``: ``--rollouts`` a step, loss ``grpo``, KL ``--beta``, constant
   ``--lr``, truncated replies masked; ``rl.trl.guards``: stop when no-answer replies double or
@@ -48,7 +54,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ARMS = ("base", "null", "greedy", "rft", "grpo")
+ARMS = ("base", "null", "greedy", "rft", "rft2", "grpo")
 LEARNABLE_AFTER_RFT = "learnable-rft.json"  # the learnable phase's; grpo prefers it
 
 
@@ -58,7 +64,7 @@ def log(message: str) -> None:
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("phase", choices=("rft", "learnable", "heldout", "grpo", "report"))
+    parser.add_argument("phase", choices=("rft", "learnable", "rft2", "heldout", "grpo", "report"))
     parser.add_argument("arm", nargs="?", choices=ARMS, help="the arm of a heldout phase")
     parser.add_argument("--model", default="qwen-coder-0.5b")
     parser.add_argument("--task", default="kernel")
@@ -168,6 +174,45 @@ def fine_tune_kept(args: argparse.Namespace, out: Path, model: str, examples: Pa
     log(f"fine-tuned {trained['steps']} steps; model in {trained['model']}")
 
 
+def phase_rft2(args: argparse.Namespace, state: Path, model: str) -> None:
+    """The second round (module docstring): ``run_rft`` on the union of the two samples."""
+    from cuda_agent.rl.curriculum.sampling import read_samples, write_samples
+    from cuda_agent.rl.trl.curriculum_rft import run_rft
+    from cuda_agent.rl.trl.sft import SFTSettings
+
+    first, second = state / "rft" / "samples.jsonl", state / "rft-sample" / "samples.jsonl"
+    for path, phase in ((first, "rft"), (second, "learnable")):
+        if not path.is_file():
+            raise SystemExit(f"rft2: no sample at {path} (run the {phase} phase first)")
+    out = state / "rft2"
+    union = out / "samples.jsonl"
+    if not union.is_file():
+        out.mkdir(parents=True, exist_ok=True)
+        write_samples(union, read_samples(second) + read_samples(first))
+    summary = run_rft(
+        model,
+        args.task,
+        args.backend,
+        out,
+        folder=folder_of(args),
+        sft=SFTSettings(
+            learning_rate=args.sft_lr,
+            epochs=args.sft_epochs,
+            batch=args.sft_batch,
+            max_steps=args.sft_max_steps,
+        ),
+        per_problem=args.per_problem,
+        samples_file=union,
+        log=log,
+    )
+    family_of = {sample.problem: sample.family for sample in read_samples(union)}
+    by_family: dict[str, int] = {}
+    for row in (out / "rft.jsonl").read_text(encoding="utf-8").splitlines():
+        family = family_of.get(json.loads(row)["problem"], "?")
+        by_family[family] = by_family.get(family, 0) + 1
+    print(json.dumps({"examples": summary["examples"], "by_family": by_family}))
+
+
 def phase_learnable(args: argparse.Namespace, state: Path) -> None:
     from cuda_agent.rl.curriculum.generation import SamplingSettings
     from cuda_agent.rl.curriculum.sampling import sample_split, write_samples
@@ -212,7 +257,7 @@ def phase_heldout(args: argparse.Namespace, state: Path, model: str) -> None:
     from cuda_agent.rl.curriculum.verdicts import VerdictCache
 
     arm = args.arm or "base"
-    paths = {"rft": state / "rft" / "model", "grpo": state / "grpo" / "model"}
+    paths = {name: state / name / "model" for name in ("rft", "rft2", "grpo")}
     policy = str(paths[arm]) if arm in paths else model
     if arm in paths and not paths[arm].is_dir():
         raise SystemExit(f"heldout {arm}: no model at {paths[arm]} (run the {arm} phase first)")
@@ -323,8 +368,8 @@ def phase_report(args: argparse.Namespace, state: Path) -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     extra: dict[str, Any] = {}
-    for name in ("rft", "grpo"):
-        summary = state / name / ("summary.json" if name == "rft" else "steps.jsonl")
+    for name in ("rft", "rft2", "grpo"):
+        summary = state / name / ("steps.jsonl" if name == "grpo" else "summary.json")
         if summary.is_file():
             extra[name] = summary.read_text(encoding="utf-8")
     data = to_dict(arms, "base", ks=(1, args.samples))
@@ -351,6 +396,8 @@ def main(argv: list[str] | None = None) -> int:
         phase_rft(args, state, model)
     elif args.phase == "learnable":
         phase_learnable(args, state)
+    elif args.phase == "rft2":
+        phase_rft2(args, state, model)
     elif args.phase == "heldout":
         phase_heldout(args, state, model)
     else:

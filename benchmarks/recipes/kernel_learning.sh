@@ -9,7 +9,11 @@
 #   bash benchmarks/recipes/kernel_learning.sh heldout greedy  the base at temperature 0
 #   bash benchmarks/recipes/kernel_learning.sh rft        sample the train split, fine-tune
 #   bash benchmarks/recipes/kernel_learning.sh heldout rft
-#   bash benchmarks/recipes/kernel_learning.sh learnable  the RFT model's own learnable problems
+#   bash benchmarks/recipes/kernel_learning.sh learnable  the RFT model sampled over the train
+#                                                         split: its own learnable problems
+#   bash benchmarks/recipes/kernel_learning.sh rft2       the second round: the base fine-tuned
+#                                                         on both samples' passing replies
+#   bash benchmarks/recipes/kernel_learning.sh heldout rft2
 #   bash benchmarks/recipes/kernel_learning.sh grpo       GRPO from the RFT model until the deadline
 #   bash benchmarks/recipes/kernel_learning.sh heldout grpo
 #   bash benchmarks/recipes/kernel_learning.sh report     the table (also after any heldout)
@@ -38,19 +42,19 @@ run() {
 }
 keep_state() { # one archive: the device tool brings back only a few files per call
   (cd /tmp/learn-state 2>/dev/null &&
-    find . -path ./rft/model -prune -o -path ./grpo/model -prune -o -path '*/trainer' -prune \
-      -o -type f \( -name '*.json' -o -name '*.jsonl' \) -print |
+    find . \( -path ./rft/model -o -path ./rft2/model -o -path ./grpo/model -o -path '*/trainer' \) \
+      -prune -o -type f \( -name '*.json' -o -name '*.jsonl' \) -print |
     tar czf "$OUT/learn-state.tgz" -T -)
 }
 case "${1:-}" in
-rft | learnable | grpo | report)
+rft | learnable | rft2 | grpo | report)
   recipe_start
   run "$1"
   row "kernel learning, $1:" "$(quiet <"$OUT/learning.log" | tail -3 | joined)"
   ;;
 heldout)
   recipe_start
-  run heldout "${2:?heldout ARM: base, null, greedy, rft or grpo}"
+  run heldout "${2:?heldout ARM: base, null, greedy, rft, rft2 or grpo}"
   run report
   row "kernel learning, heldout $2:" "$(quiet <"$OUT/learning.log" | grep held-out | tail -1)"
   ;;
@@ -63,14 +67,15 @@ smoke)
   recipe_start
   SMOKE=(--n-train 16 --n-heldout 8 --heldout-limit 4 --train-samples 4
     --samples 2 --sft-max-steps 2 --steps 2 --rollouts 16 --micro-batch 16 --max-new-tokens 256)
-  for phase in "heldout base" rft "heldout rft" learnable grpo "heldout grpo" report; do
+  for phase in "heldout base" rft "heldout rft" learnable rft2 "heldout rft2" grpo \
+    "heldout grpo" report; do
     # shellcheck disable=SC2086
     run $phase "${SMOKE[@]}" || { row "kernel learning smoke: $phase failed"; exit 1; }
   done
   row "kernel learning smoke:" "$(quiet <"$OUT/learning.log" | grep -E "held-out|grpo:|fine-tuned" | joined)"
   ;;
 *)
-  echo "usage: $0 rft|learnable|heldout ARM|grpo|report|smoke|restore" >&2
+  echo "usage: $0 rft|learnable|rft2|heldout ARM|grpo|report|smoke|restore" >&2
   exit 2
   ;;
 esac
