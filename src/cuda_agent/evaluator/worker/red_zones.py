@@ -12,8 +12,12 @@ Then:
   (``check_guards``): ``memory_error:access``;
 * a kernel that reads past either edge and lets the value reach its output gives NaN there (or
   another wrong value): the trial's output is wrong, and where ModelNew called once more on
-  plain copies of the same inputs is right, the verdict is ``memory_error:access``
-  (``read_outside``); where that call is wrong too, it is the trial's ``output_mismatch``.
+  copies of the same inputs inside buffers whose edges hold zeros (``guard_inputs(...,
+  fill=0)``) is right, the verdict is ``memory_error:access`` (``read_outside``); where that
+  call is wrong too, it is the trial's ``output_mismatch``. The second call's edges are zeros,
+  not whatever lies beyond a plain copy: on the GPU the caching allocator puts a fresh copy next
+  to recycled blocks, which can hold NaN (the guarded trial's own output, freed), so a plain
+  copy failed alike and an out-of-bounds read was named a wrong output (H200, 2026-12-05).
 
 It costs nothing when the candidate is right (the trial happens anyway; one more call only
 when it fails, to tell the two apart) and adds no call a candidate could count; nothing is
@@ -60,10 +64,12 @@ class GuardedInput:
     guard_bytes: int
     data_bytes: int
 
+    fill: int = FILL_BYTE  # every byte of both guards
+
     def guards_intact(self) -> bool:
         before = self.buffer[: self.guard_bytes]
         after = self.buffer[self.guard_bytes + self.data_bytes :]
-        return bool(_all(_equal(before, FILL_BYTE))) and bool(_all(_equal(after, FILL_BYTE)))
+        return bool(_all(_equal(before, self.fill))) and bool(_all(_equal(after, self.fill)))
 
 
 def guard_bytes_for(tensor: torch.Tensor) -> int:
@@ -82,9 +88,11 @@ def guardable(value: Any) -> bool:
     )
 
 
-def guard_inputs(inputs: list[Any]) -> tuple[list[Any], list[GuardedInput]]:
+def guard_inputs(inputs: list[Any], fill: int = FILL_BYTE) -> tuple[list[Any], list[GuardedInput]]:
     """The inputs for the guarded call (each guardable tensor a view inside its guarded
-    buffer, anything else a clone) and the guarded ones."""
+    buffer, anything else a clone) and the guarded ones; ``fill``: every guard byte (0xFF,
+    NaN, for the trial; 0, finite, for the call that tells a read outside from a wrong
+    answer)."""
     args: list[Any] = []
     guarded: list[GuardedInput] = []
     for index, value in enumerate(inputs):
@@ -94,11 +102,11 @@ def guard_inputs(inputs: list[Any]) -> tuple[list[Any], list[GuardedInput]]:
         guard = guard_bytes_for(value)
         data = value.numel() * value.element_size()
         buffer = _empty(2 * guard + data, dtype=torch.uint8, device=value.device)
-        _fill(buffer, FILL_BYTE)
+        _fill(buffer, fill)
         view = buffer[guard : guard + data].view(value.dtype).view(value.shape)
         _copy(view, value)
         args.append(view)
-        guarded.append(GuardedInput(index, view, buffer, guard, data))
+        guarded.append(GuardedInput(index, view, buffer, guard, data, fill))
     return args, guarded
 
 
@@ -117,13 +125,13 @@ def check_guards(guarded: list[GuardedInput], trial: int) -> None:
 
 
 def read_outside(trial: int, mismatch: str) -> Verdict:
-    """The verdict for a guarded trial whose output was wrong while the same call on plain
-    copies of the same inputs was right."""
+    """The verdict for a guarded trial whose output was wrong while the same call on copies
+    of the same inputs with zeros at their edges was right."""
     return Verdict(
         "verify",
         f"trial {trial}: with each input inside a larger buffer whose bytes just before and after "
-        f"it held NaN, ModelNew's output was wrong ({mismatch}), and right on plain copies of the "
-        "same inputs: a kernel reads outside its inputs (past an edge), or depends on where they "
-        "lie in memory",
+        f"it held NaN, ModelNew's output was wrong ({mismatch}), and right on copies of the same "
+        "inputs whose neighbouring bytes held zeros: a kernel reads outside its inputs (past an "
+        "edge), or depends on where they lie in memory",
         [FLAG_ACCESS],
     )

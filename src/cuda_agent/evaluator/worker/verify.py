@@ -121,7 +121,7 @@ def verify_trials(
             )
         verdict = compare(expected, snapshot, s.req.atol, s.req.rtol)
         trials.append({"trial": k + 1, **verdict.as_dict()})
-        if not verdict.ok and guarded and _right_on_plain_copies(s, inputs, expected):
+        if not verdict.ok and guarded and _right_with_zero_edges(s, inputs, expected):
             raise read_outside(k + 1, verdict.message)
         if not verdict.ok:
             raise Verdict(
@@ -138,15 +138,17 @@ def verify_trials(
     return trials, all_ops
 
 
-def _right_on_plain_copies(s: EvaluationSession, inputs: list[Any], expected: Any) -> bool:
-    """ModelNew called once more on plain copies of ``inputs``: is its output right? (Tells a
-    read past a guarded input's edge from a plain wrong answer.)"""
+def _right_with_zero_edges(s: EvaluationSession, inputs: list[Any], expected: Any) -> bool:
+    """ModelNew called once more on copies of ``inputs`` inside buffers whose edges hold
+    zeros: is its output right? (Tells a read past a guarded input's edge from a plain wrong
+    answer, whatever the allocator keeps next to a fresh copy: ``red_zones.py``.)"""
+    copies, _ = guard_inputs(inputs, fill=0)
     try:
-        out = call(s.cand, clone_nested(inputs))
+        out = call(s.cand, copies)
         s.device.synchronize()
     except Exception:
         return False
-    integrity(s, where="in the call on plain copies", inputs=False)
+    integrity(s, where="in the call on zero-edged copies", inputs=False)
     return compare(expected, out, s.req.atol, s.req.rtol).ok
 
 

@@ -1,0 +1,76 @@
+"""The guarded trial's buffers (``worker/red_zones.py``) and the call that tells a read past an
+input's edge from a wrong answer.
+
+The evaluation test runs the real cpu worker on a pure-torch candidate (policy ``off``) that
+reads one element past its input wherever the input's storage goes on: it models what the H200
+showed on 2026-12-05, where the memory next to a fresh copy made after the guarded trial held
+NaN (the caching allocator's recycled blocks), so a second call on plain copies failed alike
+and the read was named ``output_mismatch:nan``.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import torch
+
+from cuda_agent.evaluator.pipeline import evaluate
+from cuda_agent.evaluator.worker.red_zones import guard_inputs
+from cuda_agent.problems.sets import resolve_problem
+from cuda_agent.solutions.loader import load_solution
+from tests.helpers import fast_options
+
+PEEKING = '''
+import math
+
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    """ReLU that adds 0 * (the element just past its input). Where the input's storage ends at
+    its edge, the neighbour is what an allocator left there: finite before the guarded trial,
+    NaN after it (the H200's recycled blocks)."""
+
+    after_guarded = False
+
+    def forward(self, x):
+        y = torch.relu(x)
+        end = x.storage_offset() + x.numel()
+        if x.untyped_storage().nbytes() // x.element_size() > end:
+            beyond = torch.as_strided(x, (1,), (1,), end)
+            if torch.isnan(beyond).any():
+                type(self).after_guarded = True
+            return y + 0.0 * beyond
+        return y + (math.nan if type(self).after_guarded else 0.0)
+'''
+
+
+def past_end(view: torch.Tensor) -> float:
+    return float(torch.as_strided(view, (1,), (1,), view.storage_offset() + view.numel()))
+
+
+def before_start(view: torch.Tensor) -> float:
+    return float(torch.as_strided(view, (1,), (1,), view.storage_offset() - 1))
+
+
+def test_the_trial_edges_hold_nan_and_the_second_calls_hold_zeros() -> None:
+    x = torch.randn(8, 16)
+    (trial,), guarded = guard_inputs([x])
+    assert torch.equal(trial, x) and math.isnan(past_end(trial)) and math.isnan(before_start(trial))
+    (second,), zeroed = guard_inputs([x], fill=0)
+    assert torch.equal(second, x) and past_end(second) == 0.0 and before_start(second) == 0.0
+    assert guarded[0].guards_intact() and zeroed[0].guards_intact()
+    torch.as_strided(second, (1,), (1,), second.storage_offset() + second.numel()).fill_(1.0)
+    assert not zeroed[0].guards_intact()  # a write past the end is seen with either fill
+
+
+def test_a_read_past_the_end_is_named_whatever_lies_next_to_a_fresh_copy(tmp_path: Path) -> None:
+    path = tmp_path / "peek.py"
+    path.write_text(PEEKING)
+    result = evaluate(
+        resolve_problem("relu", "small"), load_solution(path), fast_options(policy="off")
+    )
+    assert result.error is not None and result.error.stage == "verify", result.error
+    assert result.flags == ["memory_error:access"], (result.flags, result.error)
