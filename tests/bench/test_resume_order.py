@@ -90,17 +90,22 @@ def _bench(problems: Path, solutions: Path, run: Path, log: Path) -> subprocess.
 
 @pytest.mark.slow
 def test_a_job_cut_off_by_the_end_of_a_run_is_resumed_last(tmp_path: Path) -> None:
+    """And run.json keeps the figures of a run however it ended: the cut one's, then the
+    resumed one's."""
     problems, solutions, run = tmp_path / "problems", tmp_path / "solutions", tmp_path / "run"
     problems.mkdir()
     solutions.mkdir()
-    for name in ("a_stall", "b_quick", "c_quick"):
+    for name in ("a_quick", "b_stall", "c_quick"):
         (problems / f"{name}.py").write_text(PROBLEM)
-        (solutions / f"{name}.py").write_text(STALLS if name == "a_stall" else CORRECT)
+        (solutions / f"{name}.py").write_text(STALLS if name == "b_stall" else CORRECT)
     log = tmp_path / "bench.log"
+
+    def stalled_after_one_verdict() -> bool:
+        return ("b_stall", 0) in read_started(run) and len(read_records(run)) == 1
 
     first = _bench(problems, solutions, run, log)
     try:
-        assert wait_for(lambda: ("a_stall", 0) in read_started(run), first), log.read_text()
+        assert wait_for(stalled_after_one_verdict, first), log.read_text()
         first.send_signal(signal.SIGTERM)  # as `timeout` stops a run at its deadline
         first.wait(timeout=120)
     finally:
@@ -108,14 +113,18 @@ def test_a_job_cut_off_by_the_end_of_a_run_is_resumed_last(tmp_path: Path) -> No
             first.kill()
             first.wait()
     assert first.returncode == -signal.SIGTERM, log.read_text()[-3000:]
-    assert "a_stall" not in {r.problem_id for r in read_records(run)}  # no verdict
+    assert "b_stall" not in {r.problem_id for r in read_records(run)}  # no verdict
+    cut = json.loads((run / "run.json").read_text())
+    assert cut["ended"] == "signal SIGTERM", cut
+    assert cut["utilization"]["device_work_s"] > 0 and cut["utilization"]["wall_s"] > 0
 
-    (solutions / "a_stall.py").write_text(CORRECT)  # so that the resumed run can finish
+    (solutions / "b_stall.py").write_text(CORRECT)  # so that the resumed run can finish
     second = _bench(problems, solutions, run, log)
     assert second.wait(timeout=900) == 0, log.read_text()[-3000:]
     info = json.loads((run / "run.json").read_text())
-    assert info["requeued_last"][-1:] == ["a_stall"], info
+    assert info["requeued_last"][-1:] == ["b_stall"], info
+    assert info["ended"] == "completed" and info["utilization"] != cut["utilization"]
     records = {r.problem_id: r for r in read_records(run)}
-    assert set(records) == {"a_stall", "b_quick", "c_quick"}
+    assert set(records) == {"a_quick", "b_stall", "c_quick"}
     assert all(r.correct for r in records.values())
-    assert read_started(run)[("a_stall", 0)] == 2  # once per run
+    assert read_started(run)[("b_stall", 0)] == 2  # once per run

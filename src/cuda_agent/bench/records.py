@@ -15,6 +15,7 @@ stopped at a deadline while it ran), and a rerun queues such attempts last (``be
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections import Counter
@@ -99,7 +100,10 @@ def chosen_attempts(records: list[AttemptRecord]) -> dict[str, AttemptRecord]:
 
 
 def write_run_info(run_dir: Path, info: dict[str, Any]) -> None:
-    (run_dir / RUN_FILE).write_text(json.dumps(info, indent=1, default=str), encoding="utf-8")
+    """``run.json``, replaced whole (a command killed while writing leaves the old one)."""
+    staging = run_dir / f".{RUN_FILE}.{os.getpid()}"
+    staging.write_text(json.dumps(info, indent=1, default=str), encoding="utf-8")
+    os.replace(staging, run_dir / RUN_FILE)
 
 
 def read_run_info(run_dir: Path) -> dict[str, Any]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from cuda_agent.bench.records import (
 from cuda_agent.bench.report_data import METRIC_COLUMNS, metric_subsets, subset_metrics
 from cuda_agent.bench.report_format import fmt_metric
 from cuda_agent.bench.run import AgentSpec, run_agent, run_solutions, summary_counts
+from cuda_agent.bench.run_figures import RunFigures
 from cuda_agent.cli.common import (
     err_console,
     one_line_errors,
@@ -49,7 +49,6 @@ from cuda_agent.cli.report_text import print_kernelbench, print_lint_summary
 from cuda_agent.cli.solve_cmd import check_tool_format
 from cuda_agent.cluster.ledger import LEGEND as UTILIZATION_LEGEND
 from cuda_agent.cluster.ledger import describe as describe_utilization
-from cuda_agent.cluster.ledger import utilization
 from cuda_agent.cluster.pool import EvalPool
 from cuda_agent.core.errors import ConfigError, CudaAgentError
 from cuda_agent.core.types import Problem
@@ -189,10 +188,12 @@ def run_command(
         )
     seen: list[AttemptRecord] = list(read_records(out)) if out.exists() else []
     total = len(problem_list) * (attempts if model else 1)
-    with pool, Reporter("bench", total, pool.board, done=len(seen)) as reporter:
+    run_figures = RunFigures(out, pool)  # into run.json however the run ends
+    with run_figures, pool, Reporter("bench", total, pool.board, done=len(seen)) as reporter:
 
         def on_record(record: AttemptRecord, finished: int, total: int) -> None:
             seen.append(record)
+            run_figures.add(record.result)
             counts = summary_counts(list(chosen_attempts(seen).values()))
             reporter.finished(
                 verdict_line(record),
@@ -200,9 +201,8 @@ def run_command(
                 f"than compile {counts['faster_compile']}",
             )
 
-        started = time.monotonic()
         if solutions is not None:
-            ran = run_solutions(problem_list, solutions, pool, options, out, on_record)
+            run_solutions(problem_list, solutions, pool, options, out, on_record)
         else:
             from cuda_agent.agent.models import OpenAIChatModel
 
@@ -215,16 +215,11 @@ def run_command(
             spec.limits.max_turns = max_turns
             spec.limits.max_output_tokens = max_output_tokens
             spec.limits.context_tokens = context_tokens
-            ran = run_agent(problem_list, spec, pool, options, out, on_record)
-        ledger = pool.ledger if pool.measures_devices else None
-        figures = utilization(
-            ledger, pool.devices, time.monotonic() - started, [r.result for r in ran]
-        )
-    if ran:  # a resume with nothing left to run keeps the figures of the run that did the work
-        write_run_info(out, {**read_run_info(out), "utilization": figures})
+            run_agent(problem_list, spec, pool, options, out, on_record)
+        run_figures.stop()
     _print_table([("this run", compute_metrics(chosen_attempts(read_records(out))))])
-    if ran:
-        out_console.print(describe_utilization(figures))
+    if run_figures.written:
+        out_console.print(describe_utilization(read_run_info(out)["utilization"]))
         out_console.print(UTILIZATION_LEGEND, style="dim", markup=False, highlight=False)
     print_command_line(
         out_console, f"results: {out / 'results.jsonl'}; report: cuda-agent bench report {out}"
