@@ -88,6 +88,10 @@ OUR_REASONS: list[tuple[str, Callable[[_Ours], bool]]] = [
         lambda o: o.stage == "build" and o.stock_build == "none",
     ),
     ("build failure (stock build not known)", lambda o: o.stage == "build"),
+    (
+        "a name taken from the problem's file (strict: a module of its own)",
+        lambda o: "is defined by the problem's file" in o.message,
+    ),
     ("in-place input mutation", lambda o: o.has("input_mutated")),
     ("parameter mutation in forward", lambda o: o.has("param_mutated")),
     (

@@ -26,8 +26,9 @@ from cuda_agent.evaluator.worker import triton_launches
 from cuda_agent.evaluator.worker.construct import build_on_device
 from cuda_agent.evaluator.worker.device import Device
 from cuda_agent.evaluator.worker.modules import describe_exception, module_from_source
+from cuda_agent.evaluator.worker.policies import PolicyRules
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
-from cuda_agent.evaluator.worker.reference import Reference
+from cuda_agent.evaluator.worker.reference import PROBLEM_FILE, Reference
 from cuda_agent.evaluator.worker.shim import BuildShim, diagnostics_of, private_temp_roots
 from cuda_agent.evaluator.worker.weights import Transfer, WeightsMismatch, transfer
 
@@ -42,10 +43,48 @@ class CandidateFailure(Exception):
         self.stage = stage
 
 
+@dataclass(frozen=True)
+class ProblemNamespace:
+    """What a single-file solution may take from the problem's file (``PolicyRules.
+    reference_namespace``): ``source`` executed before the solution in its namespace (None
+    where the policy gives a module of its own), ``names`` what that file defines and imports
+    (for the verdict's hint where they are not given)."""
+
+    source: str | None
+    names: frozenset[str]
+
+
+def problem_namespace(req: WorkerRequest, ref: Reference, decided: PolicyRules) -> ProblemNamespace:
+    names = frozenset(k for k in vars(ref.module) if not k.startswith("__"))
+    given = decided.reference_namespace and req.solution_kind != "workdir"
+    return ProblemNamespace(req.problem_source if given else None, names)
+
+
+def namespace_hint(err: BaseException, problem: ProblemNamespace | None) -> str:
+    """For a NameError on a name the problem's file defines, where the solution ran in a module
+    of its own: why, and what to do."""
+    name = getattr(err, "name", None)
+    if problem is None or problem.source is not None or not isinstance(err, NameError):
+        return ""
+    if name not in problem.names:
+        return ""
+    return (
+        f" (`{name}` is defined by the problem's file, not by the solution: under this policy "
+        "a solution is a module of its own and must import or define what it uses; "
+        "KernelBench's evaluator, and the kernelbench policy, run it in the problem's namespace)"
+    )
+
+
 def import_candidate(
-    kind: str, root: Path, entry: str, prebuilt: str | None, shim: BuildShim
+    kind: str,
+    root: Path,
+    entry: str,
+    prebuilt: str | None,
+    shim: BuildShim,
+    problem: ProblemNamespace | None = None,
 ) -> type:
-    """Execute the candidate's entry file and return its ``ModelNew`` class."""
+    """Execute the candidate's entry file and return its ``ModelNew`` class (after the
+    problem's file, in the same namespace, where ``problem.source`` is given)."""
     entry_path = root / entry
     os.chdir(root)
     sys.path.insert(0, str(root))
@@ -58,19 +97,22 @@ def import_candidate(
     files = tuple(str(p) for p in root.rglob("*.py"))
     try:
         source = entry_path.read_text(encoding="utf-8")
+        preamble = None
+        if problem is not None and problem.source is not None and kind != "workdir":
+            preamble = (problem.source, PROBLEM_FILE)
         module = module_from_source(
             source,
             str(entry_path),
             name="model_new" if kind == "workdir" else None,
             register=kind == "workdir",
+            preamble=preamble,
         )
     except BaseException as err:
         message = failed_build(shim, err, files)
         if message is not None:
             raise CandidateFailure("build", message) from None
-        raise CandidateFailure(
-            "load", f"importing {entry} failed: {describe_exception(err, files)}"
-        ) from None
+        described = describe_exception(err, files) + namespace_hint(err, problem)
+        raise CandidateFailure("load", f"importing {entry} failed: {described}") from None
     model_new = getattr(module, "ModelNew", None)
     if not isinstance(model_new, type) or not issubclass(model_new, torch.nn.Module):
         raise CandidateFailure("load", f"{entry} defines no `class ModelNew(nn.Module)`")
@@ -168,13 +210,18 @@ def instantiate(
 
 
 def built_candidate(
-    req: WorkerRequest, ref: Reference, device: Device, shim: BuildShim, strict_weights: bool
+    req: WorkerRequest, ref: Reference, device: Device, shim: BuildShim, decided: PolicyRules
 ) -> torch.nn.Module:
     """Import the request's solution and build its ``ModelNew`` the way ``evaluate`` does
     (for the modes that only run it: ``ncu_profile``, ``memory_check``)."""
     root = Path(req.solution_root)
     model_new = import_candidate(
-        req.solution_kind, root, req.solution_entry, req.prebuilt_module, shim
+        req.solution_kind,
+        root,
+        req.solution_entry,
+        req.prebuilt_module,
+        shim,
+        problem_namespace(req, ref, decided),
     )
     files = tuple(str(p) for p in root.rglob("*.py"))
     return instantiate(
@@ -185,6 +232,6 @@ def built_candidate(
         device,
         files,
         shim,
-        strict_weights=strict_weights,
+        strict_weights=decided.strict_weights,
         on_host=ref.built_on_host,
     ).model

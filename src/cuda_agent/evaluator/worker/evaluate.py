@@ -48,6 +48,7 @@ from cuda_agent.evaluator.worker.candidate import (
     CandidateFailure,
     import_candidate,
     instantiate,
+    problem_namespace,
     request_shim,
 )
 from cuda_agent.evaluator.worker.census import thread_count
@@ -184,7 +185,12 @@ def _candidate_stages(s: EvaluationSession) -> None:
     """Steps 3 to 7, in their order."""
     req, result, phases, ref, device, shim = s.req, s.result, s.phases, s.ref, s.device, s.shim
     model_new = import_candidate(
-        req.solution_kind, Path(req.solution_root), req.solution_entry, req.prebuilt_module, shim
+        req.solution_kind,
+        Path(req.solution_root),
+        req.solution_entry,
+        req.prebuilt_module,
+        shim,
+        problem_namespace(req, ref, s.rules),
     )
     result.compiled = True
     integrity(s, where="while importing the candidate")

@@ -75,7 +75,7 @@ def _check(
     shim = request_shim(req)
     shim.install()
     _fill_uninitialised_memory()
-    cand = built_candidate(req, ref, device, shim, rules(req.settings.policy).strict_weights)
+    cand = built_candidate(req, ref, device, shim, rules(req.settings.policy))
     files = tuple(str(p) for p in root.rglob("*.py"))
     phases.mark("import_candidate")
     channel.send("stage", stage="memory")

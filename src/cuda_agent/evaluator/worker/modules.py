@@ -14,14 +14,23 @@ from pathlib import Path
 
 
 def module_from_source(
-    source: str, filename: str, name: str | None = None, register: bool = False
+    source: str,
+    filename: str,
+    name: str | None = None,
+    register: bool = False,
+    preamble: tuple[str, str] | None = None,
 ) -> types.ModuleType:
-    """Execute ``source`` as a new module; exceptions propagate to the caller."""
+    """Execute ``source`` as a new module; exceptions propagate to the caller.
+    ``preamble``: (source, filename) executed first in the same namespace (KernelBench's
+    one dict for the problem's file and the solution's)."""
     module_name = name or f"_cuda_agent_mod_{secrets.token_hex(6)}"
     module = types.ModuleType(module_name)
     module.__file__ = filename
     if register:
         sys.modules[module_name] = module
+    if preamble is not None:
+        exec(compile(preamble[0], preamble[1], "exec"), module.__dict__)
+        module.__file__ = filename
     code = compile(source, filename, "exec")
     exec(code, module.__dict__)
     return module

@@ -34,8 +34,7 @@ def run(req: WorkerRequest, channel: ResultChannel) -> NcuProfileRecord:
         root = Path(req.solution_root)
         shim = BuildShim(req.settings.backend, root, req.settings.build_timeout_s)
         shim.install()
-        strict = rules(req.settings.policy).strict_weights
-        cand = built_candidate(req, ref, device, shim, strict)
+        cand = built_candidate(req, ref, device, shim, rules(req.settings.policy))
         inputs = ref.verify_sets[0]
         cand(*clone_nested(inputs))  # warm-up outside the range
         device.synchronize()

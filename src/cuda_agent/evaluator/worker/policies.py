@@ -38,7 +38,13 @@ class PolicyRules:
     * ``min_custom_kernel_coverage``: on the GPU, the least share of a call's device time the
       candidate's own kernels must take (``custom_kernels_idle`` below it); ``0.0`` checks
       nothing (``strict`` needs no such check: its op rule leaves no torch compute to hide
-      behind).
+      behind);
+    * ``reference_namespace``: a single-file solution runs in a namespace that already holds
+      what the problem's file defines and imports (``Model``, ``get_inputs``, its imports and
+      helpers), as KernelBench's evaluator runs it (both sources executed in one dict); the
+      names come from a second execution of the problem's source, never from the reference
+      the harness compares against. Without it a solution is a module of its own, and a name
+      it takes for granted from the problem's file is named in the verdict.
 
     The worker reads these fields, never the policy's name: a structure test
     (``tests/evaluator/worker/test_policy_table.py``) fails on a comparison with a policy's
@@ -52,6 +58,7 @@ class PolicyRules:
     tolerated_switches: frozenset[str]
     compile_disabled: bool
     min_custom_kernel_coverage: float
+    reference_namespace: bool
 
 
 _RULES = {
@@ -63,6 +70,7 @@ _RULES = {
         tolerated_switches=frozenset(),
         compile_disabled=True,
         min_custom_kernel_coverage=0.0,
+        reference_namespace=False,
     ),
     "kernelbench": PolicyRules(
         op_policy=False,
@@ -72,6 +80,7 @@ _RULES = {
         tolerated_switches=frozenset({"cudnn_benchmark"}),
         compile_disabled=False,
         min_custom_kernel_coverage=0.01,
+        reference_namespace=True,
     ),
     "off": PolicyRules(
         op_policy=False,
@@ -81,6 +90,7 @@ _RULES = {
         tolerated_switches=frozenset({"cudnn_benchmark"}),
         compile_disabled=False,
         min_custom_kernel_coverage=0.0,
+        reference_namespace=True,
     ),
 }
 

@@ -31,7 +31,7 @@ from typing import Any
 import torch
 
 from cuda_agent.evaluator.worker import triton_launches
-from cuda_agent.evaluator.worker.candidate import failed_build
+from cuda_agent.evaluator.worker.candidate import failed_build, namespace_hint, problem_namespace
 from cuda_agent.evaluator.worker.census import (
     child_process_count,
     newest_thread_names,
@@ -201,7 +201,9 @@ def raised(
     build = failed_build(s.shim, err, files)
     if build is not None:
         return Verdict("build", build)
-    return Verdict(stage, f"{what} raised {describe_exception(err, files)}", ["forward_raised"])
+    described = describe_exception(err, files)
+    described += namespace_hint(err, problem_namespace(s.req, s.ref, s.rules))
+    return Verdict(stage, f"{what} raised {described}", ["forward_raised"])
 
 
 def decoy_check(s: EvaluationSession) -> None:
