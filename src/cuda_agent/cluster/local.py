@@ -31,11 +31,11 @@ from cuda_agent.cluster.pool import (
 )
 from cuda_agent.core.locks import device_lock_path, ensure_lock_files
 from cuda_agent.core.types import EvalResult
-from cuda_agent.evaluator.memory_cap import set_concurrent_workers
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import execute, prepare
 from cuda_agent.evaluator.prewarm import prewarm
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
+from cuda_agent.workspace.memory_cap import set_concurrent_workers
 
 MULTICAST_OFF = {
     "NCCL_NVLS_ENABLE": "0",

@@ -37,8 +37,6 @@ from cuda_agent.evaluator.builder.spec import ExtensionSpec, FlagError
 from cuda_agent.evaluator.compile_baseline import CompileBaseline
 from cuda_agent.evaluator.device_budget import BudgetRule
 from cuda_agent.evaluator.follow_ups import FollowUps, prebuilt_module
-from cuda_agent.evaluator.memory_cap import FLAG as MEMORY_CAP_FLAG
-from cuda_agent.evaluator.memory_cap import cap_exceeded, cap_message, worker_memory_cap_bytes
 from cuda_agent.evaluator.memory_check import NOTE_INCOMPLETE, MemoryCheck
 from cuda_agent.evaluator.ncu_profile import ncu_metrics
 from cuda_agent.evaluator.options import EvalOptions
@@ -53,6 +51,8 @@ from cuda_agent.evaluator.worker_process import WorkerOutcome, run_worker
 from cuda_agent.evaluator.worker_spawn import worker_env
 from cuda_agent.solutions.language import detect_language, written_in
 from cuda_agent.solutions.static import analyse, python_trees
+from cuda_agent.workspace.memory_cap import FLAG as MEMORY_CAP_FLAG
+from cuda_agent.workspace.memory_cap import cap_exceeded, cap_message, worker_memory_cap_bytes
 from cuda_agent.workspace.sandbox import worker_isolation
 from cuda_agent.workspace.template_files import harness_binding_files
 

@@ -37,7 +37,6 @@ from cuda_agent.core.paths import (
     scratch_dir,
 )
 from cuda_agent.core.secret import SANDBOXED_ENV
-from cuda_agent.evaluator.memory_cap import worker_memory_cap_bytes
 from cuda_agent.evaluator.worker_template import (
     CHILD_RESULT_FD,
     TemplateUnavailable,
@@ -45,6 +44,7 @@ from cuda_agent.evaluator.worker_template import (
     worker_templates,
 )
 from cuda_agent.workspace.isolation import NONE
+from cuda_agent.workspace.memory_cap import worker_memory_cap_bytes
 from cuda_agent.workspace.sandbox import Sandbox, SandboxPolicy
 
 TEMPLATE_ENV = "CUDA_AGENT_WORKER_TEMPLATE"  # "0": start every worker as its own process

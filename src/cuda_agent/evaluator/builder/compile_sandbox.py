@@ -6,7 +6,7 @@ run under the same isolation as candidate code (``workspace/sandbox.py``), with 
 writable and the harness's secret hidden; they keep the caller's environment and have no
 network. Where no isolation is available they run as they are (the evaluation itself then
 needs ``--allow-unsandboxed``). Each compiler process has the memory cap of a cpu worker
-(``evaluator/memory_cap.py``). Does not decide what to compile (``builder.py``).
+(``workspace/memory_cap.py``). Does not decide what to compile (``builder.py``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cuda_agent.core.paths import builds_dir, private_builds_dir
-from cuda_agent.evaluator.memory_cap import worker_memory_cap_bytes
+from cuda_agent.workspace.memory_cap import worker_memory_cap_bytes
 from cuda_agent.workspace.sandbox import Sandbox, SandboxPolicy
 
 COMPILER_CPU_SECONDS = 3600

@@ -1,4 +1,4 @@
-"""The worker's memory cap (``evaluator/memory_cap.py``): its default, its override, and the
+"""The worker's memory cap (``workspace/memory_cap.py``): its default, its override, and the
 words a verdict uses when a worker runs into it."""
 
 from __future__ import annotations
@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 
 from cuda_agent.core.errors import ConfigError
-from cuda_agent.evaluator import memory_cap
 from cuda_agent.evaluator.builder.compile_sandbox import confine_compiler
-from cuda_agent.evaluator.memory_cap import (
+from cuda_agent.evaluator.worker_spawn import worker_sandbox
+from cuda_agent.workspace import memory_cap
+from cuda_agent.workspace.memory_cap import (
     MEMORY_CAP_ENV,
     cap_exceeded,
     cap_message,
     worker_memory_cap_bytes,
 )
-from cuda_agent.evaluator.worker_spawn import worker_sandbox
 
 GIB = 1 << 30
 
