@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 POLICIES = ("strict", "kernelbench", "off")
+DEFAULT_POLICY = "strict"  # the one place naming the default (CLI options, requests, configs)
 PRECISIONS = ("ieee", "tf32", "torch-default")
 
 # Notes: warning-level findings a correct result may carry (``details.notes``), never flags.

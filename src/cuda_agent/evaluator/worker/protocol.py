@@ -15,7 +15,7 @@ from typing import Any
 from cuda_agent.core.errors import ConfigError
 from cuda_agent.core.records import RECORDS
 from cuda_agent.core.types import BACKENDS
-from cuda_agent.evaluator.worker.policies import POLICIES, PRECISIONS
+from cuda_agent.evaluator.worker.policies import DEFAULT_POLICY, POLICIES, PRECISIONS
 
 MODES = tuple(RECORDS)  # one record class per mode (core/records.py)
 
@@ -52,7 +52,7 @@ class EvalSettings:
     trials: int = 5
     atol: float | None = None
     rtol: float | None = None
-    policy: str = "strict"
+    policy: str = DEFAULT_POLICY
     precision: str = "ieee"
     cpu_threads: int = 1
     build_timeout_s: float = 600.0

@@ -33,6 +33,7 @@ from typing import Any
 from cuda_agent.cluster.pool import EvalPool
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import evaluate
+from cuda_agent.evaluator.worker.policies import DEFAULT_POLICY
 from cuda_agent.evaluator.workspace_commands import Evaluator
 
 _POOLS: dict[tuple[str, str], EvalPool] = {}
@@ -42,7 +43,7 @@ _POOLS_LOCK = threading.Lock()
 @dataclass(frozen=True)
 class EvaluationSettings:
     backend: str = "cuda"
-    policy: str = "strict"
+    policy: str = DEFAULT_POLICY
     baselines: tuple[str, ...] = ("eager", "compile")
     pool: str = "local"
 
