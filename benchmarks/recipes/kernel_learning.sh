@@ -20,7 +20,9 @@
 #   bash benchmarks/recipes/kernel_learning.sh smoke      every phase on a few problems (a check
 #                                                         that the recipe runs end to end)
 #   bash benchmarks/recipes/kernel_learning.sh restore    (carry .learn-state) the state an
-#                                                         earlier lease brought back, put in place
+#                                                         earlier lease brought back, put in place;
+#                                                         without .learn-state, the committed
+#                                                         benchmarks/state/kernel-learning.tgz
 # After every phase the state's small files (held-out replies, samples, verdicts, learnable
 # set, summaries; not the models) are packed into $OUT/learn-state.tgz, so a later lease can
 # start from them (unpack it here as .learn-state, ignored by git; carry it with `restore`).
@@ -58,9 +60,14 @@ heldout)
   run report
   row "kernel learning, heldout $2:" "$(quiet <"$OUT/learning.log" | grep held-out | tail -1)"
   ;;
-restore)
-  need .learn-state "the learn-state folder an earlier lease brought back"
-  mkdir -p /tmp/learn-state && cp -r .learn-state/. /tmp/learn-state/
+restore) # the carried .learn-state, else the committed benchmarks/state/kernel-learning.tgz
+  mkdir -p /tmp/learn-state
+  if [ -d .learn-state ]; then
+    cp -r .learn-state/. /tmp/learn-state/
+  else
+    need benchmarks/state/kernel-learning.tgz "the learn-state an earlier lease brought back"
+    tar xzf benchmarks/state/kernel-learning.tgz -C /tmp/learn-state
+  fi
   row "kernel learning state restored:" "$(cd /tmp/learn-state && find . -type f | sort | joined)"
   ;;
 smoke)
