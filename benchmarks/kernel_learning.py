@@ -119,10 +119,21 @@ def options_of(args: argparse.Namespace, timed: bool = True) -> Any:
     return EvalOptions(backend=args.backend, baselines=("eager",) if timed else ())
 
 
+def sft_settings(args: argparse.Namespace) -> Any:
+    """The fine-tuning settings of every phase that fine-tunes (``--sft-*``)."""
+    from cuda_agent.rl.trl.sft import SFTSettings
+
+    return SFTSettings(
+        learning_rate=args.sft_lr,
+        epochs=args.sft_epochs,
+        batch=args.sft_batch,
+        max_steps=args.sft_max_steps,
+    )
+
+
 def phase_rft(args: argparse.Namespace, state: Path, model: str) -> None:
     from cuda_agent.rl.curriculum.generation import SamplingSettings
     from cuda_agent.rl.trl.curriculum_rft import run_rft
-    from cuda_agent.rl.trl.sft import SFTSettings
 
     out = state / "rft"
     samples_file = out / "samples.jsonl"
@@ -140,12 +151,7 @@ def phase_rft(args: argparse.Namespace, state: Path, model: str) -> None:
         sampling=SamplingSettings(
             args.train_samples, args.temperature, args.max_new_tokens, 0, args.batch_prompts
         ),
-        sft=SFTSettings(
-            learning_rate=args.sft_lr,
-            epochs=args.sft_epochs,
-            batch=args.sft_batch,
-            max_steps=args.sft_max_steps,
-        ),
+        sft=sft_settings(args),
         per_problem=args.per_problem,
         limit=args.train_limit,
         jobs=args.jobs,
@@ -160,17 +166,11 @@ def phase_rft(args: argparse.Namespace, state: Path, model: str) -> None:
 def fine_tune_kept(args: argparse.Namespace, out: Path, model: str, examples: Path) -> None:
     """The fine-tuning alone, on the examples an earlier ``rft`` chose (a lease that ended
     after choosing them lost the model, not the choice): no sampling, no scoring."""
-    from cuda_agent.rl.trl.sft import SFTSettings, run_sft
+    from cuda_agent.rl.trl.sft import run_sft
 
     rows = [json.loads(line) for line in examples.read_text(encoding="utf-8").splitlines()]
     log(f"fine-tuning on the {len(rows)} kept examples of {examples} (sample not redone)")
-    settings = SFTSettings(
-        learning_rate=args.sft_lr,
-        epochs=args.sft_epochs,
-        batch=args.sft_batch,
-        max_steps=args.sft_max_steps,
-    )
-    trained = run_sft(model, rows, out, settings, None)
+    trained = run_sft(model, rows, out, sft_settings(args), None)
     log(f"fine-tuned {trained['steps']} steps; model in {trained['model']}")
 
 
@@ -178,7 +178,6 @@ def phase_rft2(args: argparse.Namespace, state: Path, model: str) -> None:
     """The second round (module docstring): ``run_rft`` on the union of the two samples."""
     from cuda_agent.rl.curriculum.sampling import read_samples, write_samples
     from cuda_agent.rl.trl.curriculum_rft import run_rft
-    from cuda_agent.rl.trl.sft import SFTSettings
 
     first, second = state / "rft" / "samples.jsonl", state / "rft-sample" / "samples.jsonl"
     for path, phase in ((first, "rft"), (second, "learnable")):
@@ -195,12 +194,7 @@ def phase_rft2(args: argparse.Namespace, state: Path, model: str) -> None:
         args.backend,
         out,
         folder=folder_of(args),
-        sft=SFTSettings(
-            learning_rate=args.sft_lr,
-            epochs=args.sft_epochs,
-            batch=args.sft_batch,
-            max_steps=args.sft_max_steps,
-        ),
+        sft=sft_settings(args),
         per_problem=args.per_problem,
         samples_file=union,
         log=log,

@@ -57,7 +57,7 @@ class RunFigures:
         self.written = True
         wall = (self.stopped or time.monotonic()) - self.started
         ledger = self.pool.ledger if self.pool.measures_devices else None
-        figures = utilization(ledger, self.pool.devices, wall, list(self.results))
+        figures = utilization(ledger, self.pool.devices, wall, self.results)
         info = read_run_info(self.out)
         write_run_info(self.out, {**info, "utilization": figures, "ended": ended})
 

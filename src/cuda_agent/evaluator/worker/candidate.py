@@ -97,9 +97,8 @@ def import_candidate(
     files = tuple(str(p) for p in root.rglob("*.py"))
     try:
         source = entry_path.read_text(encoding="utf-8")
-        preamble = None
-        if problem is not None and problem.source is not None and kind != "workdir":
-            preamble = (problem.source, PROBLEM_FILE)
+        given = problem.source if problem is not None else None  # None for a workdir
+        preamble = (given, PROBLEM_FILE) if given is not None else None
         module = module_from_source(
             source,
             str(entry_path),
