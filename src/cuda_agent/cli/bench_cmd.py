@@ -92,6 +92,13 @@ def run_command(
         "--service",
         help="Evaluate through a reward service at this URL (token from CUDA_AGENT_TOKEN).",
     ),
+    no_service: bool = typer.Option(
+        False,
+        "--no-service",
+        help="Evaluate with this run's own workers even while this machine's `cuda-agent "
+        "serve` evaluates on the same backend (refused without it: they would share the "
+        "device; run.json records it).",
+    ),
     spare_workers: int = typer.Option(
         3, help="Started evaluation processes kept ready per device (hides their start-up)."
     ),
@@ -132,7 +139,10 @@ def run_command(
         build_workers=build_workers,
         jobs_per_gpu=jobs_per_gpu,
     )
+    if no_service and service is not None:
+        raise ConfigError(f"--service {service} and --no-service: give one of them")
     remote = None
+    beside = None
     if service is not None:
         if ray or workers or jobs_per_gpu > 1:
             raise ConfigError("--service evaluates on the service's pool: no --ray/--workers")
@@ -146,6 +156,7 @@ def run_command(
             raise ConfigError(f"the service at {service} evaluates on {remote.backend}")
     else:
         chosen = resolve_backend(backend)
+        beside = local_service_beside(chosen, no_service)
     problem_list = select_problems(problems, levels, resolve_size(size, chosen))
     options = EvalOptions(
         backend=chosen,
@@ -181,6 +192,8 @@ def run_command(
         source = agent_source(model, *limits)
     check_pool_choice(ray, jobs_per_gpu)  # before run.json is written
     prepare_run_folder(out, fingerprint(options, problem_list, source), fresh)
+    if beside is not None:  # the device was not this run's alone: said where timings are read
+        write_run_info(out, {**read_run_info(out), "beside_service": beside})
     if remote is not None:
         pool: EvalPool = remote
     else:
@@ -229,6 +242,31 @@ def run_command(
         from cuda_agent.cli.export_cmd import export_run_best
 
         export_run_best(out, problem_list, options, export_best)
+
+
+def local_service_beside(backend: str, no_service: bool) -> dict[str, Any] | None:
+    """This machine's ``cuda-agent serve`` (``evaluator/service.py``) when it evaluates on
+    ``backend``: its evaluations would run on the device beside this run's own workers, so the
+    run is refused (one line, exit 2) unless ``--no-service`` says to run beside it anyway;
+    then its ``{"pid", "backend"}``, for run.json. None when no such service answers."""
+    from cuda_agent.evaluator.service import service_info
+
+    info = service_info()
+    if info is None or info.get("backend") != backend:
+        return None
+    pid = info.get("pid")
+    if not no_service:
+        raise ConfigError(
+            f"this machine's `cuda-agent serve` (pid {pid}) evaluates on {backend}: this run's "
+            "workers would share the device with it, and timings would count its work; stop "
+            "it, send the run through a reward service (`serve --http`, then --service URL), "
+            "or give --no-service to run beside it anyway (run.json records it)"
+        )
+    err_console.print(
+        f"note: --no-service: running beside this machine's `cuda-agent serve` (pid {pid}, "
+        f"{backend}); its evaluations share the device (run.json: beside_service)"
+    )
+    return {"pid": pid, "backend": backend}
 
 
 def select_problems(spec: str, levels: str | None, size: str) -> list[Problem]:
