@@ -9,6 +9,10 @@ modules in the mode their constructor left them (training).
   generator and the candidate from the CPU one (``output_mismatch:value`` before the fix).
 * BatchNorm folded with its running statistics is rejected, BatchNorm with batch statistics
   credited, as KernelBench does on the same GPU.
+* A CUDA solution that subclasses the problem's ``Model`` without importing it is correct under
+  ``kernelbench`` (the problem's namespace, as KernelBench's one dict) and a named load failure
+  under ``strict``; rebinding ``Model.forward`` changes only the solution's copy
+  (tests/evaluator/test_problem_namespace.py has the same on the cpu backend).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from cuda_agent.bench.agreement import our_reason
 from cuda_agent.evaluator.pipeline import evaluate
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.solutions.loader import load_solution
@@ -124,3 +129,77 @@ def test_batch_norm_runs_in_training_mode_on_the_gpu(
     assert result.record.module_mode == "train"
     if not correct:
         assert "output_mismatch:value" in result.flags
+
+
+RELU_EXTENSION = '''from torch.utils.cpp_extension import load_inline
+
+CUDA = r"""
+#include <torch/types.h>
+#include <c10/cuda/CUDAStream.h>
+__global__ void relu_k(const float* x, float* y, long n, int wrong) {
+  long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = wrong ? x[i] : (x[i] > 0.f ? x[i] : 0.f);
+}
+torch::Tensor relu_(torch::Tensor x, int64_t wrong) {
+  auto y = torch::empty_like(x);
+  const long n = x.numel();
+  relu_k<<<(n + 255) / 256, 256, 0, c10::cuda::getCurrentCUDAStream().stream()>>>(
+      x.data_ptr<float>(), y.data_ptr<float>(), n, (int)wrong);
+  return y;
+}
+"""
+ops = load_inline("namespace_relu", "torch::Tensor relu_(torch::Tensor x, int64_t wrong);",
+                  cuda_sources=CUDA, functions=["relu_"])
+'''
+
+# `Model` (and through it torch and nn) taken from the problem's file, never imported here
+SUBCLASS_CUDA = (
+    RELU_EXTENSION
+    + """
+
+class ModelNew(Model):
+    def forward(self, x):
+        return ops.relu_(x.contiguous(), 0)
+"""
+)
+
+# in KernelBench's one dict this makes the reference as wrong as the solution
+TAMPERS_CUDA = (
+    RELU_EXTENSION
+    + """
+import torch.nn as nn
+
+Model.forward = lambda self, x: ops.relu_(x.contiguous(), 1)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return ops.relu_(x.contiguous(), 1)
+"""
+)
+
+
+def _judge_relu(tmp_path: Path, source: str, policy: str):
+    path = tmp_path / f"{policy}.py"
+    path.write_text(source)
+    opts = fast_options(backend="cuda", policy=policy)
+    return evaluate(resolve_problem("relu", "standard"), load_solution(path), opts)
+
+
+@pytest.mark.parametrize("policy", ["kernelbench", "strict"])
+def test_a_subclass_of_the_problems_model_on_the_gpu(tmp_path: Path, policy: str) -> None:
+    result = _judge_relu(tmp_path, SUBCLASS_CUDA, policy)
+    if policy == "kernelbench":
+        assert result.correct, (result.flags, result.error)
+        return
+    assert result.error is not None and result.error.stage == "load", result.error
+    assert "`Model` is defined by the problem's file" in result.error.message
+    assert our_reason(result.to_dict()).startswith("a name taken from the problem's file")
+
+
+def test_rebinding_the_problems_model_on_the_gpu_fools_nothing(tmp_path: Path) -> None:
+    result = _judge_relu(tmp_path, TAMPERS_CUDA, "kernelbench")
+    assert not result.correct and result.flags == ["output_mismatch:value"], (
+        result.flags,
+        result.error,
+    )
