@@ -201,15 +201,18 @@ def smollm2_folder() -> Path:
 
 
 def run_cli(
-    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+    *args: str,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 600,
 ) -> subprocess.CompletedProcess[str]:
     """``cuda-agent ARGS`` in a subprocess (this Python's ``-m cuda_agent``), output captured;
-    ``env`` is added to this process's environment."""
+    ``env`` is added to this process's environment; ``timeout`` (s) ends a hung command."""
     return subprocess.run(
         [sys.executable, "-m", "cuda_agent", *args],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=timeout,
         cwd=cwd,
         env={**os.environ, **(env or {})},
     )

@@ -41,7 +41,7 @@ from cuda_agent.agent.tool_text import to_text_messages
 from cuda_agent.agent.tools.registry import default_tools
 from cuda_agent.agent.trajectory import read_events
 from cuda_agent.rl.models.path import tiny_model_path
-from tests.helpers import smollm2_folder
+from tests.helpers import run_cli, smollm2_folder
 
 pytestmark = pytest.mark.slow
 START_TIMEOUT_S = 180.0
@@ -117,13 +117,7 @@ def _wait_healthy(url: str, process: subprocess.Popen[bytes], log_path: Path) ->
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cuda_agent", *args],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env={**os.environ, **OFFLINE},
-    )
+    return run_cli(*args, env=OFFLINE, timeout=900)
 
 
 def assert_named_exit(trajectory: Path) -> str:

@@ -4,24 +4,18 @@ terminal (not at the docstring's line breaks)."""
 from __future__ import annotations
 
 import itertools
-import os
-import subprocess
-import sys
 
 import pytest
+
+from tests.helpers import run_cli
 
 WIDTH = 100
 
 
 def description(command: str) -> list[str]:
     """The lines between the usage line and the first box of ``cuda-agent COMMAND --help``."""
-    done = subprocess.run(
-        [sys.executable, "-m", "cuda_agent", *command.split(), "--help"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "COLUMNS": str(WIDTH), "TERM": "dumb", "NO_COLOR": "1"},
-    )
+    env = {"COLUMNS": str(WIDTH), "TERM": "dumb", "NO_COLOR": "1"}
+    done = run_cli(*command.split(), "--help", env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if "Usage:" in line) + 1

@@ -4,23 +4,18 @@ from __future__ import annotations
 
 import socket
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.agent.provider_server import Provider, ProviderServer
+from tests.helpers import run_cli
 
 
 def solve(base_url: str, out: Path) -> subprocess.CompletedProcess[str]:
     args = ["solve", "relu", "--backend", "cpu", "--model", "m", "--base-url", base_url]
-    return subprocess.run(
-        [sys.executable, "-m", "cuda_agent", *args, "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    return run_cli(*args, "--out", str(out))
 
 
 def error_line(done: subprocess.CompletedProcess[str]) -> str:

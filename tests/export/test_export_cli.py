@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import relu_solution
+from tests.helpers import relu_solution, run_cli
 
 DYNAMIC_SOURCES = """
 import torch.nn as nn
@@ -30,12 +29,7 @@ class ModelNew(nn.Module):
 
 def export(solution: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     options = ["--problem", "relu", "--out", str(out), "--backend", "cpu", "--baselines", "eager"]
-    return subprocess.run(
-        [sys.executable, "-m", "cuda_agent", "export", str(solution), *options, *extra],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    return run_cli("export", str(solution), *options, *extra, timeout=900)
 
 
 def one_error_line(done: subprocess.CompletedProcess[str]) -> str:

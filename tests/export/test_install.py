@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ import pytest
 
 from cuda_agent.examples import examples_root
 from tests.export.fresh_venv import make_venv, pip_install, run_json
+from tests.helpers import run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]  # two C++ builds on 2 cores
 
@@ -92,13 +92,7 @@ print(json.dumps({"problems": PROBLEMS, "close": bool(torch.allclose(eager, comp
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cuda_agent", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
+    return run_cli(*args, cwd=cwd, timeout=1800)
 
 
 def check(python: Path, cwd: Path, *modules: str) -> dict[str, Any]:

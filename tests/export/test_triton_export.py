@@ -10,8 +10,6 @@ the package's copy and leave no ``kernels`` name behind in ``sys.modules``.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +17,7 @@ import pytest
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.workspace.init import init_workspace
 from tests.export.fresh_venv import make_venv, pip_install, run_json
+from tests.helpers import run_cli
 from tests.workspace.test_triton_workspace import KERNEL, MODEL_NEW
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
@@ -70,13 +69,7 @@ print(json.dumps(report))
 def export(solution: Path, out: Path, name: str, cwd: Path) -> str:
     options = ["--problem", "relu", "--out", str(out), "--name", name, "--backend", "cpu"]
     options += ["--baselines", "eager"]
-    done = subprocess.run(
-        [sys.executable, "-m", "cuda_agent", "export", str(solution), *options],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
+    done = run_cli("export", str(solution), *options, cwd=cwd, timeout=1200)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
-import sys
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cuda_agent.core.paths import cache_root
-from tests.helpers import wait_for
+from tests.helpers import run_cli, wait_for
 from tests.service.helpers import TOKENS, Service, body, file_member, relu_text, tar_b64
 
 pytest.importorskip("fastapi")
@@ -176,13 +174,7 @@ def test_metrics_and_the_openapi_schema(service: Service) -> None:
 
 
 def _cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cuda_agent", *args],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env={**os.environ, **env},
-    )
+    return run_cli(*args, env=env, timeout=900)
 
 
 def test_eval_through_the_service_prints_what_a_local_eval_prints(

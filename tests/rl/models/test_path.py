@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,16 +17,11 @@ from cuda_agent.rl.models.path import (
     resolve_model_path,
     tiny_model_path,
 )
+from tests.helpers import run_cli
 
 
 def cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cuda_agent", *args],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env={**os.environ, "HF_HUB_DISABLE_UPDATE_CHECK": "1", **env},
-    )
+    return run_cli(*args, env={"HF_HUB_DISABLE_UPDATE_CHECK": "1", **env}, timeout=900)
 
 
 def closed_port() -> int:
