@@ -87,8 +87,9 @@ def main() -> None:
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    firsts = [r for r in rows if r["run"] == 0 and r["speedup"]]
-    deviations = [abs(1.0 - r["speedup"]) for r in firsts]
+    from speedup_deviation import deviations as abs_deviations  # this script's folder
+
+    deviations = abs_deviations([r["speedup"] for r in rows if r["run"] == 0])
     spreads = {}
     for name in {r["problem"] for r in rows if r["run"] > 0}:
         values = [r["speedup"] for r in rows if r["problem"] == name and r["speedup"]]

@@ -39,15 +39,8 @@ shared)
     --baselines eager --jobs-per-gpu "${FID_JOBS:-3}" --fresh --out /tmp/fid-run >"$OUT/fid_run.log" 2>&1
   echo "bench run ended with status $?"
   cp /tmp/fid-run/results.jsonl "$OUT/fid_results.jsonl" 2>/dev/null
-  row "timing fidelity, --jobs-per-gpu ${FID_JOBS:-3}:" "$(python3 - /tmp/fid-run/results.jsonl <<'PY'
-import json, statistics, sys
-rows = [json.loads(x)["result"] for x in open(sys.argv[1]) if x.strip()]
-dev = sorted(abs(1 - r["speedup_eager"]) for r in rows if r.get("correct") and r.get("speedup_eager"))
-worst = f"{dev[-1]:.4f}" if dev else "-"
-median = f"{statistics.median(dev):.4f}" if dev else "-"
-print(f"problems {len(rows)} correct {len(dev)} median_abs_dev {median} worst_abs_dev {worst}")
-PY
-)"
+  row "timing fidelity, --jobs-per-gpu ${FID_JOBS:-3}:" \
+    "$(python3 benchmarks/speedup_deviation.py /tmp/fid-run/results.jsonl)"
   ;;
 ours)
   limit 540 python3 benchmarks/self_speedup.py --kb .kb --repeat 5 --repeat-first 3 \
@@ -62,15 +55,7 @@ peer)
   limit 540 python3 benchmarks/kernelbench_peer.py self-speedup --kb .kb \
     --problem-file /tmp/kb_list.txt --out "$OUT/kb_self.json" 2>&1 | tee "$OUT/kb_self.txt" |
     tail -26
-  row "timing fidelity, KernelBench:" "$(python3 - "$OUT/kb_self.json" <<'PY'
-import json, statistics, sys
-rows = json.load(open(sys.argv[1]))["results"]
-dev = sorted(abs(1 - r["speedup"]) for r in rows if r.get("correct") and r.get("speedup"))
-worst = f"{dev[-1]:.4f}" if dev else "-"
-median = f"{statistics.median(dev):.4f}" if dev else "-"
-print(f"problems {len(rows)} correct {len(dev)} median_abs_dev {median} worst_abs_dev {worst}")
-PY
-)"
+  row "timing fidelity, KernelBench:" "$(python3 benchmarks/speedup_deviation.py "$OUT/kb_self.json")"
   ;;
 repeat)
   limit 540 python3 benchmarks/self_speedup.py --kb .kb --repeat 5 --repeat-first 6 \
