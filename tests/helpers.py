@@ -14,16 +14,21 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cuda_agent.core.hashing import text_hash
 from cuda_agent.core.types import Problem
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.worker.protocol import TimingOptions
+
+if TYPE_CHECKING:
+    from cuda_agent.evaluator.service import EvalService
 
 FAST_TIMING = dict(
     warmup_ms=2.0,
@@ -247,3 +252,20 @@ def confine_available() -> bool:
 
     probe = SandboxPolicy(workdir=Path("/"), tmpdir=Path("/"), drop_user=True)
     return describe(confine_plan(probe)[1]) != "none"
+
+
+@contextmanager
+def cpu_service_thread(socket: Path, spare_depth: int = 1) -> Iterator[EvalService]:
+    """A real local evaluation service (``evaluator/service.py``, cpu backend) serving on
+    ``socket`` from a thread of this process, shut down on exit; set ``SOCKET_ENV`` to
+    ``socket`` for the clients that should find it."""
+    from cuda_agent.evaluator.service import EvalService
+
+    with EvalService("cpu", path=socket, spare_depth=spare_depth) as running:
+        thread = threading.Thread(target=running.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield running
+        finally:
+            running.shutdown()
+            thread.join(timeout=10)

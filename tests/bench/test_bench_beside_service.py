@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from cuda_agent.evaluator.service import SOCKET_ENV, EvalService
+from cuda_agent.evaluator.service import SOCKET_ENV
 from tests.bench.test_resume_order import CORRECT, PROBLEM
-from tests.helpers import assert_one_line_exit_2, run_cli
+from tests.helpers import assert_one_line_exit_2, cpu_service_thread, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -25,14 +24,8 @@ def socket_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict
     """A cpu service serving on its own socket; the environment that points a command at it."""
     env = {SOCKET_ENV: str(tmp_path / "eval.sock")}
     monkeypatch.setenv(SOCKET_ENV, env[SOCKET_ENV])
-    with EvalService("cpu", spare_depth=0) as running:
-        thread = threading.Thread(target=running.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield env
-        finally:
-            running.shutdown()
-            thread.join(timeout=10)
+    with cpu_service_thread(tmp_path / "eval.sock", spare_depth=0):
+        yield env
 
 
 def test_a_run_beside_this_machines_service_needs_no_service(

@@ -7,7 +7,6 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from cuda_agent.evaluator.service import (
 from cuda_agent.examples import examples_root
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.solutions.loader import load_solution
-from tests.helpers import fast_options
+from tests.helpers import cpu_service_thread, fast_options
 
 pytestmark = pytest.mark.slow
 
@@ -32,14 +31,8 @@ pytestmark = pytest.mark.slow
 def service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[EvalService]:
     """A service on its own socket (the suite's shared cache stays: its builds are warm)."""
     monkeypatch.setenv(SOCKET_ENV, str(tmp_path / "eval.sock"))
-    with EvalService("cpu") as running:
-        thread = threading.Thread(target=running.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield running
-        finally:
-            running.shutdown()
-            thread.join(timeout=10)
+    with cpu_service_thread(tmp_path / "eval.sock") as running:
+        yield running
 
 
 def test_evaluations_go_through_the_service_and_reuse_warm_workers(service: EvalService) -> None:
