@@ -81,3 +81,16 @@ def test_the_worker_sandbox_carries_the_cap_on_cpu_only(
     assert cpu.policy.address_space_bytes == 3 * GIB
     asan = worker_sandbox("cpu", {}, tmp_path / "asan", True, address_space_limit=False)
     assert asan.policy.address_space_bytes is None
+
+
+def test_cuda_workers_get_a_watched_cap_of_at_least_8_gib(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(MEMORY_CAP_ENV, raising=False)
+    monkeypatch.setattr(memory_cap, "host_memory_bytes", lambda: 128 * GIB)
+    memory_cap.set_concurrent_workers(3)
+    assert memory_cap.host_cap_bytes("cuda") == 64 * GIB // 3
+    assert memory_cap.host_cap_bytes("cpu") is None  # RLIMIT_AS caps cpu workers
+    memory_cap.set_concurrent_workers(100)
+    assert memory_cap.host_cap_bytes("cuda") == memory_cap.MIN_WATCHED_CAP_BYTES
+    memory_cap.set_concurrent_workers(1)
+    monkeypatch.setenv(MEMORY_CAP_ENV, "3")  # the variable sets it as it is, below the floor
+    assert memory_cap.host_cap_bytes("cuda") == 3 * GIB

@@ -143,6 +143,7 @@ def run_worker_task(
     """Run ``request`` in a fresh sandboxed worker on the device ``env_extra`` selects."""
     from cuda_agent.evaluator.worker_process import run_worker
     from cuda_agent.evaluator.worker_spawn import worker_env
+    from cuda_agent.workspace.memory_cap import host_cap_bytes
 
     visible = env_extra.get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES"))
     lock = ensure_lock_files(device_lock_path(request.settings.backend, visible))
@@ -155,6 +156,7 @@ def run_worker_task(
             scratch=scratch,
             env=worker_env(env_extra),
             sandboxed=True,
+            host_memory_cap=host_cap_bytes(request.settings.backend),
         )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

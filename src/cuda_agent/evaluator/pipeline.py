@@ -37,6 +37,7 @@ from cuda_agent.evaluator.builder.spec import ExtensionSpec, FlagError
 from cuda_agent.evaluator.compile_baseline import CompileBaseline
 from cuda_agent.evaluator.device_budget import BudgetRule
 from cuda_agent.evaluator.follow_ups import FollowUps, prebuilt_module
+from cuda_agent.evaluator.host_memory import HOST_OOM_FLAG, host_oom_message
 from cuda_agent.evaluator.memory_check import NOTE_INCOMPLETE, MemoryCheck
 from cuda_agent.evaluator.ncu_profile import ncu_metrics
 from cuda_agent.evaluator.options import EvalOptions
@@ -52,7 +53,13 @@ from cuda_agent.evaluator.worker_spawn import worker_env
 from cuda_agent.solutions.language import detect_language, written_in
 from cuda_agent.solutions.static import analyse, python_trees
 from cuda_agent.workspace.memory_cap import FLAG as MEMORY_CAP_FLAG
-from cuda_agent.workspace.memory_cap import cap_exceeded, cap_message, worker_memory_cap_bytes
+from cuda_agent.workspace.memory_cap import (
+    cap_exceeded,
+    cap_message,
+    host_cap_bytes,
+    watched_cap_message,
+    worker_memory_cap_bytes,
+)
 from cuda_agent.workspace.sandbox import worker_isolation
 from cuda_agent.workspace.template_files import harness_binding_files
 
@@ -334,6 +341,7 @@ def _run_candidate(
         sandboxed=opts.sandbox,
         allow_unsandboxed=opts.allow_unsandboxed,
         budget=functools.partial(BudgetRule.parse(opts.device_budget).seconds, settings=opts),
+        host_memory_cap=host_cap_bytes(opts.backend) if opts.sandbox else None,
     )
 
 
@@ -381,6 +389,13 @@ def _absorb_worker(
         if outcome.over_budget:
             message = _over_budget_message(outcome, stage)
             result.flags.append("device_budget_exceeded")
+        elif outcome.memory_capped and outcome.host_memory_cap is not None:
+            cap, peak = outcome.host_memory_cap, outcome.host_memory_peak
+            message = f"the evaluation process's {watched_cap_message(cap, peak)} during {stage}"
+            result.flags.append(MEMORY_CAP_FLAG)
+        elif outcome.oom_killed:
+            message = host_oom_message(stage)
+            result.flags.append(HOST_OOM_FLAG)
         elif outcome.timed_out:
             message += f" (limit {outcome.seconds:.0f} s)"
             result.flags.append("timeout")

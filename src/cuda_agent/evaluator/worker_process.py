@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from cuda_agent.core.records import R, WorkerRecord, parse_record
+from cuda_agent.evaluator.host_memory import MemoryWatch, killed_by_oom, oom_kills
 from cuda_agent.evaluator.process_group import kill_group_and_wait
 from cuda_agent.evaluator.spare_workers import SpareWorkers
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
@@ -71,6 +72,12 @@ class WorkerOutcome:
     over_budget: bool = False
     turn_wait_s: float = 0.0  # time the budget's clock stood while the worker awaited its turn
     cancelled: bool = False  # the caller's ``cancel`` was set: the worker was killed
+    # the host-memory watch (cuda workers): its cap, the most it saw, whether the worker was
+    # killed for passing the cap; and whether the kernel's OOM killer killed it
+    host_memory_cap: int | None = None
+    host_memory_peak: int = 0
+    memory_capped: bool = False
+    oom_killed: bool = False
 
     def record_of(self, kind: type[R]) -> R | None:
         """The record, typed as the request's mode's ``kind`` (None if the worker gave none)."""
@@ -78,12 +85,29 @@ class WorkerOutcome:
             raise TypeError(f"a {type(self.record).__name__} where a {kind.__name__} was expected")
         return self.record
 
+    @property
+    def signal_number(self) -> int | None:
+        """The signal that killed the worker (None: it exited, or has no status yet)."""
+        code = self.returncode
+        if code is not None and 128 < code <= 128 + 64:  # the sandbox reports 128 + signal
+            return code - 128
+        return -code if code is not None and code < 0 else None
+
+    @property
+    def killed_by_sigkill(self) -> bool:
+        return self.signal_number == signal.SIGKILL
+
     def death_reason(self) -> str:
         if self.timed_out:
             return "timed out"
+        if self.memory_capped:
+            return "was stopped past its host-memory cap"
+        if self.oom_killed:
+            return "was killed by the system's out-of-memory killer"
         code = self.returncode
-        if code is not None and 128 < code <= 128 + 64:  # the sandbox reports 128 + signal
-            code = 128 - code
+        number = self.signal_number
+        if number is not None:
+            code = -number
         if code is not None and code < 0:
             with contextlib.suppress(ValueError):
                 return f"was killed by {signal.Signals(-code).name}"
@@ -107,6 +131,7 @@ def run_worker(
     budget: Budget | None = None,
     address_space_limit: bool = True,
     cancel: threading.Event | None = None,
+    host_memory_cap: int | None = None,
 ) -> WorkerOutcome:
     """Send ``request`` to a fresh worker (a spare one if given) and collect its record.
 
@@ -114,7 +139,8 @@ def run_worker(
     the request's ``solution_root``: the only place a sandboxed worker can write.
     ``budget(reference_call_s)``: the device budget in seconds (None: none), asked when the
     worker reports ``verify`` (see the module docstring). ``cancel``: once set, the worker is
-    killed within a second and the outcome says ``cancelled``.
+    killed within a second and the outcome says ``cancelled``. ``host_memory_cap`` (bytes):
+    the worker's tree is killed once its anonymous resident memory passes it (``memory_capped``).
     """
     env = env or worker_env()
     if spares is not None and not prefix:
@@ -149,17 +175,20 @@ def run_worker(
         isolation=handle.isolation,
         source="spare" if spares is not None and not prefix else "fresh",
         ready_after_s=0.0 if handle.ready else None,
+        host_memory_cap=host_memory_cap,
     )
+    watch = MemoryWatch(proc.pid, host_memory_cap) if host_memory_cap is not None else None
+    oom_before = oom_kills()
     try:
         assert proc.stdin is not None
         with contextlib.suppress(BrokenPipeError):
             proc.stdin.write((request.to_json() + "\n").encode("utf-8"))
             proc.stdin.close()
         deadline = Deadline(start + timeout_s, budget)
-        _read_records(handle.read_fd, request, start, deadline, outcome, on_event, cancel)
+        _read_records(handle.read_fd, request, start, deadline, outcome, on_event, cancel, watch)
     finally:
         os.close(handle.read_fd)
-        if outcome.timed_out or outcome.cancelled:
+        if outcome.timed_out or outcome.cancelled or outcome.memory_capped:
             kill_group(proc)
         # a worker that closed its pipe is exiting: let it, so its signal can be reported
         grace = (
@@ -175,6 +204,14 @@ def run_worker(
             outcome.returncode = proc.wait()
         # nothing the candidate left behind survives the evaluation, not even for a moment
         kill_group_and_wait(proc.pid)
+    if watch is not None:
+        outcome.host_memory_peak = watch.peak_bytes
+    outcome.oom_killed = (
+        outcome.record is None
+        and not (outcome.timed_out or outcome.cancelled or outcome.memory_capped)
+        and outcome.killed_by_sigkill
+        and killed_by_oom(oom_before, oom_kills())
+    )
     outcome.seconds = time.monotonic() - start
     outcome.stdout_tail = _tail(handle.folder / "worker.stdout")
     outcome.stderr_tail = _tail(handle.folder / "worker.stderr")
@@ -255,18 +292,23 @@ def _read_records(
     outcome: WorkerOutcome,
     on_event: Callable[[dict[str, Any]], None] | None,
     cancel: threading.Event | None = None,
+    watch: MemoryWatch | None = None,
 ) -> None:
     buffer = b""
+    wait_s = 1.0 if watch is None else watch.interval_s
     while True:
         if cancel is not None and cancel.is_set():
             outcome.cancelled = True
+            return
+        if watch is not None and watch.look():
+            outcome.memory_capped = True
             return
         remaining = deadline.at - time.monotonic()
         if remaining <= 0:
             outcome.timed_out = True
             outcome.over_budget = deadline.budget_ends_first
             return
-        ready, _, _ = select.select([fd], [], [], min(remaining, 1.0))
+        ready, _, _ = select.select([fd], [], [], min(remaining, wait_s))
         if not ready:
             continue
         chunk = os.read(fd, 65536)
