@@ -340,3 +340,27 @@ def test_cudnn_benchmark_threads_are_not_the_candidates(tmp_path: Path) -> None:
     spawning.write_text(model_new % sleeper)
     result = run(spawning, "conv_relu_maxpool", policy="off")
     assert "threads_started" in result.flags, (result.flags, result.error)
+
+
+HOST_HOG = (
+    "import torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+    "        held = []\n"
+    "        while True:  # host memory, 256 MiB more and touched, until someone stops it\n"
+    "            block = bytearray(256 << 20)\n"
+    "            block[::4096] = b'x' * len(block[::4096])\n"
+    "            held.append(block)\n"
+)
+
+
+def test_a_cuda_worker_past_its_host_memory_cap_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CUDA_AGENT_WORKER_MEMORY_GB", "6")
+    honest = run(workdir(tmp_path, "relu_launch"), size="standard")
+    assert honest.correct, (honest.flags, honest.error)  # an honest cuda worker fits in 6 GiB
+    path = tmp_path / "hog.py"
+    path.write_text(HOST_HOG)
+    result = run(path, policy="off")
+    assert result.error is not None and "memory_cap" in result.flags, (result.flags, result.error)
+    assert "past its memory cap of 6 GiB" in result.error.message
+    assert "crashed" not in result.flags

@@ -17,7 +17,12 @@ import traceback
 
 import torch  # imported before the request arrives (warm start)
 
-from cuda_agent.core.records import WorkerRecord, empty_record
+from cuda_agent.core.records import EvaluationRecord, WorkerRecord, empty_record
+from cuda_agent.evaluator.worker.device_memory import (
+    CONTENTION_FLAG,
+    contention_message,
+    oom_census,
+)
 from cuda_agent.evaluator.worker.guards import prime_recorder
 from cuda_agent.evaluator.worker.protocol import ResultChannel, WorkerRequest
 
@@ -59,6 +64,13 @@ def serve() -> int:
     except BaseException as err:
         record = empty_record(request.mode)
         record.fail("internal", f"{type(err).__name__}: {err}")
+        count = oom_census(err)
+        if count is not None and count.contended:
+            record.fail("internal", contention_message(count, f"the {request.mode} mode"))
+            if isinstance(record, EvaluationRecord):
+                record.flags.append(CONTENTION_FLAG)
+        elif count is not None:
+            record.fail("internal", f"{type(err).__name__}: {err} ({count.text()})")
         record.traceback = traceback.format_exc(limit=4)[-1500:]
     channel.send("result", **record.to_dict())
     channel.close()

@@ -53,6 +53,7 @@ from cuda_agent.evaluator.worker.candidate import (
 )
 from cuda_agent.evaluator.worker.census import thread_count
 from cuda_agent.evaluator.worker.device import Device, make_device
+from cuda_agent.evaluator.worker.device_memory import CONTENTION_FLAG, DeviceContention
 from cuda_agent.evaluator.worker.guards import (
     FunctionIdentities,
     GlobalState,
@@ -108,6 +109,8 @@ def run(req: WorkerRequest, channel: ResultChannel) -> EvaluationRecord:
         result.fail(v.stage, str(v), v.flags)
     except ProblemFailure as err:
         result.error = StageError("problem", str(err))
+    except DeviceContention as err:  # the device's neighbours took its memory
+        result.fail("internal", str(err), [CONTENTION_FLAG])
     except CandidateFailure as err:
         result.error = StageError(err.stage, str(err))
     if result.error is not None and result.error.stage == "build":

@@ -16,6 +16,7 @@ import torch
 
 from cuda_agent.evaluator.worker.construct import build_on_device
 from cuda_agent.evaluator.worker.device import Device
+from cuda_agent.evaluator.worker.device_memory import raise_if_contended
 from cuda_agent.evaluator.worker.modules import describe_exception, module_from_source
 from cuda_agent.evaluator.worker.tensors import (
     derive_seed,
@@ -111,6 +112,7 @@ def build_reference(
     try:
         model, on_host = build_on_device(module.Model, init_args, init_seed, device)
     except Exception as err:
+        raise_if_contended(err, "Model(*get_init_inputs())")
         raise ProblemFailure(
             f"Model(*get_init_inputs()) failed: {describe_exception(err, (PROBLEM_FILE,))}"
         ) from None
@@ -210,6 +212,7 @@ def call_problem(fn: Any, name: str, seed: int) -> Any:
     try:
         return fn()
     except Exception as err:
+        raise_if_contended(err, f"{name}()")
         raise ProblemFailure(
             f"{name}() failed: {describe_exception(err, (PROBLEM_FILE,))}"
         ) from None

@@ -5,7 +5,8 @@
   every timed call where the policy requires them;
 * ``stream_check``: on the GPU, profiled calls: all the device work of a candidate call (every
   stream) must fit in the time CUDA events measured, the reference profiled alongside as a
-  control for clock drift;
+  control for clock drift; a gap is looked at a second time, each profiled call beside an
+  event-timed one, before it is flagged (foreign work on a shared device widens the first);
 * ``profile``: on the GPU, when asked, the kernel tables of one candidate and one reference
   call (``details.profile``).
 
@@ -119,14 +120,42 @@ def stream_check(s: EvaluationSession) -> None:
     drift = min(MAX_CLOCK_DRIFT, max(1.0, control / result.eager_us))
     result.timing["profiler_busy_us"] = round(profiled, 3)
     result.timing["profiler_busy_reference_us"] = round(control, 3)
-    if profiled > measured * drift * STREAM_SLACK + STREAM_SLACK_US:
+    if profiled <= measured * drift * STREAM_SLACK + STREAM_SLACK_US:
+        return
+    # a second look before blaming the candidate: the timed median and the profiled calls came
+    # minutes apart, and another process's work on the device between them widens the gap;
+    # now each profiled call follows an event-timed call of the same inputs, seconds apart
+    profiled, measured = second_look(s)
+    result.timing["stream_check_second_look"] = {
+        "profiler_busy_us": round(profiled, 3),
+        "event_us": round(measured, 3),
+    }
+    if profiled > measured * STREAM_SLACK + STREAM_SLACK_US:
         raise Verdict(
             "time",
             f"the GPU was busy {profiled:.1f} us per call (all streams) but the timed stream "
-            f"only {measured:.1f} us: work escaped the timed stream; make the launch stream wait "
+            f"only {measured:.1f} us (twice, the second time with each profiled call beside an "
+            "event-timed one): work escaped the timed stream; make the launch stream wait "
             "for every stream you use",
             ["work_outside_timed_stream"],
         )
+
+
+def second_look(s: EvaluationSession) -> tuple[float, float]:
+    """(median busy us of profiled candidate calls, median event-timed us of calls made just
+    before each on the same inputs), three pairs."""
+    busy, timed = [], []
+    inputs = s.ref.timing_inputs()
+    for j in range(3):
+        s.device.flush_cache()
+        elapsed, _ = s.device.time_call(
+            functools.partial(call, s.cand, clone_nested(inputs[j % len(inputs)]))
+        )
+        timed.append(elapsed)
+        s.device.flush_cache()
+        args = clone_nested(inputs[j % len(inputs)])
+        busy.append(busy_us(profile_call(functools.partial(call, s.cand, args))))
+    return statistics.median(busy), statistics.median(timed)
 
 
 def profile(s: EvaluationSession) -> None:

@@ -38,6 +38,11 @@ from cuda_agent.evaluator.worker.census import (
     settled_thread_count,
 )
 from cuda_agent.evaluator.worker.compare import compare
+from cuda_agent.evaluator.worker.device_memory import (
+    CONTENTION_FLAG,
+    contention_message,
+    oom_census,
+)
 from cuda_agent.evaluator.worker.guards import OpRecorder, forbidden_ops
 from cuda_agent.evaluator.worker.kernel_symbols import device_kernel_names
 from cuda_agent.evaluator.worker.kernels import (
@@ -201,8 +206,13 @@ def raised(
     build = failed_build(s.shim, err, files)
     if build is not None:
         return Verdict("build", build)
+    count = oom_census(err)
+    if count is not None and count.contended:  # the device's neighbours, not the candidate
+        return Verdict("internal", contention_message(count, what), [CONTENTION_FLAG])
     described = describe_exception(err, files)
     described += namespace_hint(err, problem_namespace(s.req, s.ref, s.rules))
+    if count is not None:
+        described += f" ({count.text()})"
     return Verdict(stage, f"{what} raised {described}", ["forward_raised"])
 
 
