@@ -103,6 +103,7 @@ OUR_REASONS: list[tuple[str, Callable[[_Ours], bool]]] = [
     ),
     ("wrong output in a checked timing call", lambda o: o.has("timed_output_mismatch")),
     ("NaN/Inf where the reference has none", _mismatch("nan", "inf")),
+    ("wrong on the memory check's own seed", _mismatch("check_seed")),
     ("numerics beyond tolerance", _mismatch("value", "exact")),
     (
         "output type/shape/dtype/layout",
@@ -118,6 +119,9 @@ OUR_REASONS: list[tuple[str, Callable[[_Ours], bool]]] = [
         lambda o: o.prefixed("harness_patched:", "reference_"),
     ),
     ("device budget exceeded", lambda o: o.has("device_budget_exceeded")),
+    ("host memory cap", lambda o: o.has("memory_cap")),
+    ("killed by the host's OOM killer", lambda o: o.has("host_oom")),
+    ("GPU memory held by other processes", lambda o: o.has("device_memory_contention")),
     ("timeout", lambda o: o.has("timeout")),
     ("crash", lambda o: o.has("crashed")),
     ("forward raised", lambda o: o.has("forward_raised")),

@@ -232,6 +232,10 @@ class MemoryCheckRecord(WorkerRecord):
 
     output_ok: bool | None = None
     output_message: str = ""
+    # only when ``output_ok`` is False: the output, the fill still on, on the inputs and weights
+    # that verification used (None: not run); True says the check's own seed found a wrong
+    # kernel, not a read of memory never written
+    verified_inputs_ok: bool | None = None
     phases_s: dict[str, float] = field(default_factory=dict)  # wall seconds per phase
 
 

@@ -38,8 +38,10 @@ A complete check's answer is cached by solution, problem and device
 worker's own phases, are in ``details.memory_check``.
 
 A finding is a failing verdict at stage ``memory`` with flag ``memory_error:access`` or
-``memory_error:uninitialized``; a checker that is missing, a run that does not finish in its
-time or cannot start is a note (``memory_check_incomplete``), never a rejection.
+``memory_error:uninitialized``, or ``output_mismatch:check_seed`` when the checked output was
+wrong on the check's own seed but right (filled) on verification's; a checker that is
+missing, a run that does not finish in its time or cannot start is a note
+(``memory_check_incomplete``), never a rejection.
 """
 
 from __future__ import annotations
@@ -63,7 +65,11 @@ from cuda_agent.evaluator.memory_check_cache import CheckKey, cached_answer, kee
 from cuda_agent.evaluator.memory_reports import parse_asan, parse_memcheck, read_reports
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.requests import worker_request
-from cuda_agent.evaluator.worker.memory_flags import FLAG_ACCESS, FLAG_UNINITIALIZED
+from cuda_agent.evaluator.worker.memory_flags import (
+    FLAG_ACCESS,
+    FLAG_UNINITIALIZED,
+    FLAG_WRONG_ON_CHECK_SEED,
+)
 from cuda_agent.evaluator.worker_process import WorkerOutcome, run_worker
 from cuda_agent.solutions.static import analyse
 from cuda_agent.workspace.template_files import harness_binding_files
@@ -77,7 +83,15 @@ SANITIZER_CANDIDATES = (
 )
 EVERY_KERNEL = "every kernel"
 CANDIDATE_CODE = "the candidate's C++ code"
-_ANSWER_FIELDS = ("tool", "scope", "errors", "findings", "output_ok", "output_message")
+_ANSWER_FIELDS = (
+    "tool",
+    "scope",
+    "errors",
+    "findings",
+    "output_ok",
+    "output_message",
+    "verified_inputs_ok",
+)
 
 
 @dataclass
@@ -91,6 +105,9 @@ class MemoryCheck:
     findings: list[str] = field(default_factory=list)  # the first few, one line each
     output_ok: bool | None = None  # the output with uninitialised memory filled
     output_message: str = ""
+    # a wrong output's second look: the fill on, on verification's inputs and weights (None:
+    # not looked); True: the check's own seed found a wrong kernel, not an uninitialised read
+    verified_inputs_ok: bool | None = None
     incomplete: str | None = None  # why the check could not give an answer
     scope: str = ""  # what was instrumented: "own kernels (N names)", every kernel, C++ code
     cached: bool = False  # the answer of an earlier check of the same solution and problem
@@ -101,7 +118,7 @@ class MemoryCheck:
         if self.errors:
             return FLAG_ACCESS
         if self.output_ok is False:
-            return FLAG_UNINITIALIZED
+            return FLAG_WRONG_ON_CHECK_SEED if self.verified_inputs_ok else FLAG_UNINITIALIZED
         return None
 
     def message(self) -> str:
@@ -112,12 +129,20 @@ class MemoryCheck:
                 f"ModelNew (its output was right, but a kernel reads or writes outside its "
                 f"buffers): {found}"
             )
+        if self.verified_inputs_ok:
+            return (
+                "on the memory check's own weights and inputs (a seed verification never used) "
+                f"ModelNew's output is wrong ({self.output_message}), while on verification's "
+                "it is still right with uninitialised memory filled: the kernel computes the "
+                "wrong thing for these values (its output matched only where verification's "
+                "values hid the difference), not a read of memory it never wrote"
+            )
         return (
             "in the checked run (the memory that allocations return uninitialised filled with "
             "NaN, each tensor an allocation of its own), ModelNew's output no longer matches "
-            f"({self.output_message}): a kernel reads memory it never wrote (an output buffer "
-            "from empty/empty_like accumulated into, say), or its result depends on where its "
-            "buffers lie"
+            f"({self.output_message}), also on the inputs and weights verification used: a "
+            "kernel reads memory it never wrote (an output buffer from empty/empty_like "
+            "accumulated into, say), or its result depends on where its buffers lie"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -349,6 +374,7 @@ def _absorb(check: MemoryCheck, outcome: WorkerOutcome) -> None:
         return
     check.output_ok = bool(record.output_ok)
     check.output_message = record.output_message
+    check.verified_inputs_ok = record.verified_inputs_ok
 
 
 def _sanitized_builds(

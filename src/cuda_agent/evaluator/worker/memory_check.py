@@ -13,6 +13,10 @@ torch's deterministic mode with ``fill_uninitialized_memory`` is turned on, so e
 the integer maximum). A kernel that reads its output buffer before writing it (accumulating
 into ``empty``) then gives a wrong output here, whatever a fresh ``cudaMalloc`` happened to
 hold in the verified run; the output is compared with the reference's on the same inputs.
+The check draws its own seed (weights and inputs verification never saw). When the output is
+wrong there, the candidate runs once more, the fill still on, on the inputs and weights that
+verification used (the evaluation's seed): right there says its kernel is wrong for the check's
+weights or inputs (``verified_inputs_ok``), not that it reads memory it never wrote.
 
 No timing and no integrity checks happen here: the verdict's other parts come from the
 ``evaluate`` process, which ran first. The process starts (imports, the CUDA context) before it
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -31,17 +36,20 @@ from cuda_agent.core.records import MemoryCheckRecord
 from cuda_agent.evaluator.worker import device_turn
 from cuda_agent.evaluator.worker.candidate import (
     CandidateFailure,
-    built_candidate,
+    import_candidate,
+    instantiate,
+    problem_namespace,
     request_shim,
 )
 from cuda_agent.evaluator.worker.compare import compare
-from cuda_agent.evaluator.worker.device import make_device
+from cuda_agent.evaluator.worker.device import Device, make_device
 from cuda_agent.evaluator.worker.modules import describe_exception
-from cuda_agent.evaluator.worker.policies import rules
+from cuda_agent.evaluator.worker.policies import PolicyRules, rules
 from cuda_agent.evaluator.worker.precision import apply_precision
 from cuda_agent.evaluator.worker.protocol import ResultChannel, WorkerRequest
-from cuda_agent.evaluator.worker.reference import ProblemFailure, build_reference
+from cuda_agent.evaluator.worker.reference import ProblemFailure, Reference, build_reference
 from cuda_agent.evaluator.worker.session import Phases
+from cuda_agent.evaluator.worker.shim import BuildShim
 from cuda_agent.evaluator.worker.tensors import clone_nested, derive_seed
 
 
@@ -75,23 +83,68 @@ def _check(
     shim = request_shim(req)
     shim.install()
     _fill_uninitialised_memory()
-    cand = built_candidate(req, ref, device, shim, rules(req.settings.policy))
+    decided = rules(req.settings.policy)
+    model_new = import_candidate(
+        req.solution_kind,
+        root,
+        req.solution_entry,
+        req.prebuilt_module,
+        shim,
+        problem_namespace(req, ref, decided),
+    )
     files = tuple(str(p) for p in root.rglob("*.py"))
     phases.mark("import_candidate")
     channel.send("stage", stage="memory")
-    inputs = ref.verify_sets[0]
     try:
-        out = clone_nested(cand(*clone_nested(inputs)))
-        device.synchronize()
+        ok, message = _checked_forward(model_new, ref, device, shim, decided, req, files)
+    except CandidateFailure:
+        raise  # ModelNew could not be built: the run's stage says so
     except Exception as err:
         record.fail("memory", f"ModelNew.forward raised {describe_exception(err, files)}")
         return
     phases.mark("checked_forward")
+    record.ok, record.output_ok, record.output_message = True, ok, message
+    if ok:
+        return
+    verified = build_reference(req.problem_source, req.seed, device, 1, 0)
+    try:
+        record.verified_inputs_ok, _ = _checked_forward(
+            model_new, verified, device, shim, decided, req, files
+        )
+    except Exception:
+        record.verified_inputs_ok = False
+    phases.mark("verified_inputs_forward")
+
+
+def _checked_forward(
+    model_new: Any,
+    ref: Reference,
+    device: Device,
+    shim: BuildShim,
+    decided: PolicyRules,
+    req: WorkerRequest,
+    files: tuple[str, ...],
+) -> tuple[bool, str]:
+    """A ``ModelNew`` built as ``evaluate`` builds it for ``ref``, called on ``ref``'s first
+    input set: (whether its output matches the reference's, the comparison's message)."""
+    cand = instantiate(
+        model_new,
+        ref.init_args,
+        ref.init_seed,
+        ref.state,
+        device,
+        files,
+        shim,
+        strict_weights=decided.strict_weights,
+        on_host=ref.built_on_host,
+    ).model
+    inputs = ref.verify_sets[0]
+    out = clone_nested(cand(*clone_nested(inputs)))
+    device.synchronize()
     expected = ref.model(*clone_nested(inputs))
     device.synchronize()
-    phases.mark("reference_forward")
     verdict = compare(expected, out, req.atol, req.rtol)
-    record.ok, record.output_ok, record.output_message = True, verdict.ok, verdict.message
+    return verdict.ok, verdict.message
 
 
 def _fill_uninitialised_memory() -> None:
