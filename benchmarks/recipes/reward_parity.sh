@@ -8,7 +8,8 @@
 #   bash benchmarks/recipes/reward_parity.sh corpus SET KB [SECONDS] [BACKEND]
 #        ours (`bench run --policy kernelbench --jobs-per-gpu 3`) and KernelBench's evaluator
 #        (BACKEND cuda or triton, checkout KB) over the prepared set SET, side by side on GPU 0,
-#        until SECONDS (default 520) have passed; resumable: run it again until both are done.
+#        until SECONDS (default 420: the wheels, the summary and the table fit in the call's
+#        600 s beside it) have passed; resumable: run it again until both are done.
 #        The set is copied once to gpu-runs/parity/NAME and the results accumulate there (not
 #        in the carried .corpus, which each call's carry replaces with this machine's copy);
 #        every call also leaves them in $OUT/NAME-runs.tgz.
@@ -28,7 +29,7 @@ memcost)
   exec bash benchmarks/recipes/memory_check.sh cuda
   ;;
 corpus)
-  prepared=$2 kb=$3 seconds=${4:-520} backend=${5:-cuda}
+  prepared=$2 kb=$3 seconds=${4:-420} backend=${5:-cuda}
   recipe_start
   set_dir=gpu-runs/parity/$(basename "$prepared")
   [ -d "$set_dir" ] || { mkdir -p gpu-runs/parity && cp -r "$prepared" "$set_dir"; }
@@ -47,7 +48,7 @@ corpus)
     echo "$(date +%T) ours: $(tail -1 "$set_dir/ours.log" 2>/dev/null | cut -c1-150)"
     echo "$(date +%T) KernelBench: $(grep -c . "$set_dir/kernelbench.jsonl" 2>/dev/null) rows"
   done
-  wait
+  wait "$peer" "$ours"  # not a bare wait: the heartbeat never ends
   python3 -m benchmarks.compat summary "$set_dir" | cut -c1-700
   grep -h '^{' "$set_dir/kernelbench.log" | tail -1
   python3 -m benchmarks.compat table "$set_dir" --out "$OUT/table-$(basename "$set_dir").md" |

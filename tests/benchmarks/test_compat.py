@@ -243,6 +243,18 @@ def test_kernelbench_runner_resumes_and_names_failures(
     again = run_kernelbench(set_dir, config)
     assert again["this_call"] == 1 and latest_rows(set_dir / RESULTS)["L1_4"]["kind"] == "timeout"
 
+    # a first attempt that ran out of GPU memory, its call cut before the retry: the next call
+    # evaluates it again first (attempt 2), and that row is its verdict
+    oom = {**rows["L1_1_ReLU"], "attempt": 1, "correctness": False, "kind": "runtime"}
+    oom["error"] = "CUDA out of memory. Tried to allocate 6.00 GiB."
+    with (set_dir / RESULTS).open("a") as handle:
+        handle.write(json.dumps(oom) + "\n")
+    retried = run_kernelbench(set_dir, config)
+    assert retried["this_call"] == 1
+    relu = latest_rows(set_dir / RESULTS)["L1_1_ReLU"]
+    assert relu["attempt"] == 2 and relu["correctness"] is True
+    assert run_kernelbench(set_dir, config)["this_call"] == 0  # retried once, not again
+
     native = KbConfig(kb=kb, tolerances=(None,), trials=2, work_dir=tmp_path / "work2")
     other = tmp_path / "native"
     prepare(corpus, other, kb)

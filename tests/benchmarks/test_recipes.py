@@ -6,7 +6,9 @@ every ``benchmarks/recipes/X.sh`` that README.md or docs/*.md names exists; ever
 named in docs/benchmarks.md; every stage the docs name exists; no recipe's text holds a date or
 an issue number (recipes are named after measurements, the history lives in
 docs/benchmarks-log.md); the shared helpers run (the chunked carry round trip, the time limit,
-the row printed last). What it does not check: that a recipe's measurement runs (that needs the
+the row printed last); no recipe waits for all of its children (a bare ``wait`` also waits for
+the heartbeat that ``recipe_start`` starts, which never ends: the parity recipe hung so until
+its call was killed, its table unprinted). What it does not check: that a recipe's measurement runs (that needs the
 device machine).
 """
 
@@ -49,6 +51,16 @@ def test_each_recipe_parses(script: Path) -> None:
 def test_each_recipe_sources_common(script: Path) -> None:
     lines = script.read_text(encoding="utf-8").splitlines()
     assert SOURCE_LINE in lines, f"{script.name} does not source common.sh"
+
+
+@pytest.mark.parametrize("script", RECIPE_SCRIPTS, ids=ids(RECIPE_SCRIPTS))
+def test_no_recipe_waits_for_the_heartbeat(script: Path) -> None:
+    bare = [
+        n
+        for n, line in enumerate(script.read_text(encoding="utf-8").splitlines(), 1)
+        if re.fullmatch(r"\s*wait\s*(;.*|#.*)?", line)
+    ]
+    assert not bare, f"{script.name}: a bare `wait` (name the pids) on line(s) {bare}"
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=ids(SCRIPTS))
