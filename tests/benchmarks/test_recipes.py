@@ -8,8 +8,8 @@ an issue number (recipes are named after measurements, the history lives in
 docs/benchmarks-log.md); the shared helpers run (the chunked carry round trip, the time limit,
 the row printed last); no recipe waits for all of its children (a bare ``wait`` also waits for
 the heartbeat that ``recipe_start`` starts, which never ends: the parity recipe hung so until
-its call was killed, its table unprinted). What it does not check: that a recipe's measurement runs (that needs the
-device machine).
+its call was killed, its table unprinted). What it does not check: that a recipe's measurement
+runs (that needs the device machine).
 """
 
 from __future__ import annotations
