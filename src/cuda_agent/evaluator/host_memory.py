@@ -23,10 +23,11 @@ or decide the cap's size (``workspace/memory_cap.py``). Linux only; elsewhere no
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from cuda_agent.evaluator.process_group import process_stats
 
 WATCH_INTERVAL_S = 0.25
 VMSTAT = Path("/proc/vmstat")
@@ -36,21 +37,9 @@ HOST_OOM_FLAG = "host_oom"
 def children_of() -> dict[int, list[int]]:
     """Parent pid -> pids of its children, for every process this host shows in ``/proc``."""
     tree: dict[int, list[int]] = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return tree
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as handle:
-                stat = handle.read()
-        except OSError:
-            continue  # exited while we looked
-        fields = stat[stat.rfind(b")") + 2 :].split()  # after the command name
+    for pid, fields in process_stats():
         if len(fields) > 1:
-            tree.setdefault(int(fields[1]), []).append(int(name))
+            tree.setdefault(int(fields[1]), []).append(pid)
     return tree
 
 

@@ -16,18 +16,19 @@ import contextlib
 import os
 import signal
 import time
+from collections.abc import Iterator
 
 WAIT_S = 5.0
 _POLL_S = 0.005
 
 
-def group_members(pgid: int) -> list[int]:
-    """Pids of the running (not zombie) processes whose process group is ``pgid``."""
-    members = []
+def process_stats() -> Iterator[tuple[int, list[bytes]]]:
+    """(pid, the fields of ``/proc/PID/stat`` after the command name: state, ppid, pgrp, ...)
+    of every process this host shows (none where ``/proc`` cannot be read)."""
     try:
         names = os.listdir("/proc")
     except OSError:
-        return []
+        return
     for name in names:
         if not name.isdigit():
             continue
@@ -37,10 +38,16 @@ def group_members(pgid: int) -> list[int]:
         except OSError:
             continue  # exited while we looked
         # fields after the command name (which may hold spaces and parentheses)
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 2 and fields[0] != b"Z" and int(fields[2]) == pgid:
-            members.append(int(name))
-    return members
+        yield int(name), stat[stat.rfind(b")") + 2 :].split()
+
+
+def group_members(pgid: int) -> list[int]:
+    """Pids of the running (not zombie) processes whose process group is ``pgid``."""
+    return [
+        pid
+        for pid, fields in process_stats()
+        if len(fields) > 2 and fields[0] != b"Z" and int(fields[2]) == pgid
+    ]
 
 
 def kill_group_and_wait(pgid: int, wait_s: float = WAIT_S) -> list[int]:

@@ -208,11 +208,11 @@ def instantiate(
         ) from None
 
 
-def built_candidate(
-    req: WorkerRequest, ref: Reference, device: Device, shim: BuildShim, decided: PolicyRules
-) -> torch.nn.Module:
-    """Import the request's solution and build its ``ModelNew`` the way ``evaluate`` does
-    (for the modes that only run it: ``ncu_profile``, ``memory_check``)."""
+def imported_candidate(
+    req: WorkerRequest, ref: Reference, shim: BuildShim, decided: PolicyRules
+) -> tuple[type, tuple[str, ...]]:
+    """The request's ``ModelNew`` class, imported as ``evaluate`` imports it, and the
+    solution's Python files (for the frames an error shows)."""
     root = Path(req.solution_root)
     model_new = import_candidate(
         req.solution_kind,
@@ -222,7 +222,19 @@ def built_candidate(
         shim,
         problem_namespace(req, ref, decided),
     )
-    files = tuple(str(p) for p in root.rglob("*.py"))
+    return model_new, tuple(str(p) for p in root.rglob("*.py"))
+
+
+def instance_for(
+    model_new: type,
+    ref: Reference,
+    device: Device,
+    files: tuple[str, ...],
+    shim: BuildShim,
+    decided: PolicyRules,
+) -> torch.nn.Module:
+    """``ModelNew`` built for ``ref`` (its init arguments, seed and weights) as ``evaluate``
+    builds it."""
     return instantiate(
         model_new,
         ref.init_args,
@@ -234,3 +246,12 @@ def built_candidate(
         strict_weights=decided.strict_weights,
         on_host=ref.built_on_host,
     ).model
+
+
+def built_candidate(
+    req: WorkerRequest, ref: Reference, device: Device, shim: BuildShim, decided: PolicyRules
+) -> torch.nn.Module:
+    """Import the request's solution and build its ``ModelNew`` the way ``evaluate`` does
+    (for the modes that only run it: ``ncu_profile``, ``memory_check``)."""
+    model_new, files = imported_candidate(req, ref, shim, decided)
+    return instance_for(model_new, ref, device, files, shim, decided)

@@ -27,7 +27,6 @@ takes the device's shared turn, and holds that turn from the reference's build t
 from __future__ import annotations
 
 import warnings
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -36,9 +35,8 @@ from cuda_agent.core.records import MemoryCheckRecord
 from cuda_agent.evaluator.worker import device_turn
 from cuda_agent.evaluator.worker.candidate import (
     CandidateFailure,
-    import_candidate,
-    instantiate,
-    problem_namespace,
+    imported_candidate,
+    instance_for,
     request_shim,
 )
 from cuda_agent.evaluator.worker.compare import compare
@@ -79,20 +77,11 @@ def _check(
     phases.mark("reference_and_inputs")
     if device_turn.current().alone_if_large(device.synchronize):
         phases.mark("wait_exclusive")
-    root = Path(req.solution_root)
     shim = request_shim(req)
     shim.install()
     _fill_uninitialised_memory()
     decided = rules(req.settings.policy)
-    model_new = import_candidate(
-        req.solution_kind,
-        root,
-        req.solution_entry,
-        req.prebuilt_module,
-        shim,
-        problem_namespace(req, ref, decided),
-    )
-    files = tuple(str(p) for p in root.rglob("*.py"))
+    model_new, files = imported_candidate(req, ref, shim, decided)
     phases.mark("import_candidate")
     channel.send("stage", stage="memory")
     try:
@@ -127,17 +116,7 @@ def _checked_forward(
 ) -> tuple[bool, str]:
     """A ``ModelNew`` built as ``evaluate`` builds it for ``ref``, called on ``ref``'s first
     input set: (whether its output matches the reference's, the comparison's message)."""
-    cand = instantiate(
-        model_new,
-        ref.init_args,
-        ref.init_seed,
-        ref.state,
-        device,
-        files,
-        shim,
-        strict_weights=decided.strict_weights,
-        on_host=ref.built_on_host,
-    ).model
+    cand = instance_for(model_new, ref, device, files, shim, decided)
     inputs = ref.verify_sets[0]
     out = clone_nested(cand(*clone_nested(inputs)))
     device.synchronize()
