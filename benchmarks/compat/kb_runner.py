@@ -20,7 +20,7 @@ during a stricter evaluation (that verdict is then missing from ``correct_at``);
 (epoch seconds) no evaluation starts when fewer than ``min_left_s`` remain, and one still
 running at the deadline is killed and *not* recorded, so the next call does it again. A row
 whose error is a CUDA out-of-memory (several evaluations share the GPU) is evaluated once more,
-alone, at the end, or first thing in the next call when a deadline cut this one before it; the
+alone, at the end, or at the end of the next call when a deadline cut this one before it; the
 last row of an id is its verdict. One line per finished evaluation goes
 to stdout. KernelBench's evaluator is imported once before anything starts (``preflight``): a
 checkout or wheel that is missing stops the run with one line instead of becoming a verdict.
@@ -99,7 +99,8 @@ def run_kernelbench(set_dir: Path, config: KbConfig, only: set[str] | None = Non
         pid: info for pid, info in manifest["solutions"].items() if only is None or pid in only
     }
     todo = [(pid, int(info["level"])) for pid, info in wanted.items() if pid not in done]
-    # out of memory in an earlier call that ended before its retry: retried first, alone
+    # out of memory in an earlier call that ended before its retry: retried alone, after the
+    # solutions not yet evaluated (retried first, one at a time, they took whole calls)
     owed = [
         (pid, int(wanted[pid]["level"])) for pid in wanted if pid in done and _owes_retry(done[pid])
     ]
@@ -117,12 +118,10 @@ def run_kernelbench(set_dir: Path, config: KbConfig, only: set[str] | None = Non
             finished.append(row)
             _progress(row, len(finished), len(todo))
 
-    for pid, level in owed:
-        one(pid, level, 2)
     with ThreadPoolExecutor(max_workers=max(1, config.jobs)) as pool:
         for pid, level in todo:
             pool.submit(one, pid, level, 1)
-    retry = [(r["id"], int(r["level"])) for r in finished if _owes_retry(r)]
+    retry = owed + [(r["id"], int(r["level"])) for r in finished if _owes_retry(r)]
     for pid, level in retry:  # alone on the GPU this time
         one(pid, level, 2)
     rows = latest_rows(out)

@@ -19,6 +19,13 @@
 #   need PATH HOW        stop (exit 2) where a carried folder or file is missing, saying HOW
 #                        to make it
 #   need_kb              stop (exit 2) where the KernelBench checkout .kb is not carried
+#   detached PIDFILE LOG CMD...  CMD in a session of its own (setsid), its output appended to
+#                        LOG, its pid and start time in PIDFILE: it outlives the recipe and
+#                        the device call (the machine keeps it until it goes back), so a long
+#                        run is not cut at a call's end; where PIDFILE's process still runs,
+#                        nothing new starts (a later call of the same lease watches it)
+#   alive PIDFILE        whether PIDFILE's process still runs (the same process: a pid reused
+#                        by another one, or a zombie, is not it)
 #   wheels_install       the carried .whl/*.whl into /tmp/site, once per machine
 #   wheels_download      (here) .whl/: the packages the device image lacks, at the locks'
 #                        versions, as cp312 x86-64 wheels
@@ -96,6 +103,28 @@ need() {
 }
 
 need_kb() { need .kb "a KernelBench checkout (docs/compat.md)"; }
+
+# a process's state and start time (fields 3 and 22 of /proc/PID/stat, read after the name)
+proc_state() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1,20; }
+
+alive() {
+  local pid start state
+  read -r pid start 2>/dev/null <"$1" || return 1
+  state=$(proc_state "$pid") || return 1
+  [ -n "$state" ] && [ "${state#* }" = "$start" ] && [ "${state%% *}" != Z ]
+}
+
+detached() {
+  local pidfile=$1 log=$2 pid
+  shift 2
+  if alive "$pidfile"; then
+    echo "still running from an earlier call: pid $(cut -d' ' -f1 "$pidfile") ($1 $2 $3 ...)"
+    return 0
+  fi
+  setsid "$@" >>"$log" 2>&1 </dev/null &
+  pid=$!
+  echo "$pid $(proc_state "$pid" | cut -d' ' -f2)" >"$pidfile"
+}
 
 wheels_install() {
   [ -f /tmp/site/.recipes-installed ] && return 0

@@ -15,6 +15,7 @@ import pytest
 from cuda_agent.bench.agreement import (
     FALSE_BUILD_FAILURE,
     REFERENCE_FAILS,
+    THEIR_OUT_OF_MEMORY,
     TOLERANCE_TODAY,
     UNCLASSIFIED,
     compare_verdicts,
@@ -262,6 +263,8 @@ def test_compat_rows_with_verdicts_at_each_tolerance(tmp_path: Path) -> None:
     data = comparison.to_dict()
     assert data["tolerance"] == "0.01" and data["at"]["0.0001"]["counts"]["disagree"] == 2
     assert their_reason(TheirVerdict(True, False, "runtime")) == "KernelBench runtime error"
+    oom = "CUDA out of memory. Tried to allocate 6.00 GiB. GPU 0 has a total capacity of 79.18 GiB"
+    assert their_reason(TheirVerdict(True, False, "runtime", oom)) == THEIR_OUT_OF_MEMORY
 
 
 def test_bench_report_compare_text_json_html(tmp_path: Path) -> None:

@@ -244,7 +244,7 @@ def test_kernelbench_runner_resumes_and_names_failures(
     assert again["this_call"] == 1 and latest_rows(set_dir / RESULTS)["L1_4"]["kind"] == "timeout"
 
     # a first attempt that ran out of GPU memory, its call cut before the retry: the next call
-    # evaluates it again first (attempt 2), and that row is its verdict
+    # evaluates it again, alone, after any new ones (attempt 2), and that row is its verdict
     oom = {**rows["L1_1_ReLU"], "attempt": 1, "correctness": False, "kind": "runtime"}
     oom["error"] = "CUDA out of memory. Tried to allocate 6.00 GiB."
     with (set_dir / RESULTS).open("a") as handle:

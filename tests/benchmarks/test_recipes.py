@@ -8,13 +8,18 @@ an issue number (recipes are named after measurements, the history lives in
 docs/benchmarks-log.md); the shared helpers run (the chunked carry round trip, the time limit,
 the row printed last); no recipe waits for all of its children (a bare ``wait`` also waits for
 the heartbeat that ``recipe_start`` starts, which never ends: the parity recipe hung so until
-its call was killed, its table unprinted). What it does not check: that a recipe's measurement
-runs (that needs the device machine).
+its call was killed, its table unprinted); ``detached`` starts a command once, in a session of
+its own that outlives the recipe's (the parity runs go on across a lease's calls). What it does
+not check: that a recipe's measurement runs (that needs the device machine).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import select
+import signal
 import subprocess
 from pathlib import Path
 
@@ -148,3 +153,44 @@ def test_common_carries_files_in_chunks(tmp_path: Path) -> None:
     assert counts and counts[1] == counts[2] and int(counts[1]) > 1, done.stdout
     assert "SHA-256 checked" in done.stdout
     assert done.stdout.rstrip().endswith("check failed")
+
+
+def test_common_detached_outlives_its_recipe_and_starts_once(tmp_path: Path) -> None:
+    """`detached` starts a command in a session of its own that survives the end of the
+    recipe's process group (as the device kills what a call leaves running, new sessions
+    excepted); a second call finds it running and starts nothing; `alive` tells the same
+    process from a pid that was reused or a process that ended."""
+    fifo, pidfile, log = tmp_path / "go", tmp_path / "side.pid", tmp_path / "side.log"
+    os.mkfifo(fifo)
+    # the command blocks until the test writes to the fifo, then says so and ends
+    command = f'python3 -c \'open("{fifo}").read(); print("released")\''
+    body = (
+        f"detached {pidfile} {log} {command}\n"
+        f"detached {pidfile} {log} {command}\n"
+        f"alive {pidfile} && echo alive\n"
+    )
+    recipe = subprocess.Popen(
+        ["bash", "-c", f"set -u\n. {COMMON}\n{body}"],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env={"PATH": "/usr/bin:/bin", "OUT": str(tmp_path / "out"), "HOME": str(tmp_path)},
+    )
+    out, _ = recipe.communicate(timeout=60)
+    with contextlib.suppress(ProcessLookupError):  # the device kills what a call leaves
+        os.killpg(recipe.pid, signal.SIGKILL)
+    pid = int(pidfile.read_text().split()[0])
+    assert "still running from an earlier call" in out and out.rstrip().endswith("alive"), out
+    assert os.getsid(pid) == pid != recipe.pid  # a session of its own, so still running
+    watch = os.pidfd_open(pid)
+    try:
+        with open(fifo, "w") as release:
+            release.write("go")
+        assert select.select([watch], [], [], 60)[0], "the detached command did not end"
+    finally:
+        os.close(watch)
+    assert log.read_text().count("released") == 1  # started once
+    assert run_with_common(f"alive {pidfile} || echo ended", tmp_path).stdout.strip() == "ended"
+    # a pidfile naming a live process started at another time is not that process
+    pidfile.write_text(f"{os.getpid()} 1\n")
+    assert run_with_common(f"alive {pidfile} || echo other", tmp_path).stdout.strip() == "other"

@@ -137,6 +137,8 @@ THEIR_REASONS: dict[str, str] = {
     "crash": "KernelBench process crashed",
     "no_result": "KernelBench gave no result",
 }
+# KernelBench's evaluations share the GPU (its jobs and ours); the message names who held what
+THEIR_OUT_OF_MEMORY = "KernelBench out of GPU memory (GPU shared)"
 
 
 def tolerance_reason(key: str) -> str:
@@ -311,6 +313,8 @@ def their_reason(verdict: TheirVerdict) -> str:
     """The reason class of KernelBench's rejection of a solution we accepted."""
     if verdict.reference_error:
         return REFERENCE_FAILS
+    if verdict.kind == "runtime" and "CUDA out of memory" in verdict.message:
+        return THEIR_OUT_OF_MEMORY
     return THEIR_REASONS.get(verdict.kind, UNCLASSIFIED)
 
 
