@@ -53,7 +53,7 @@ from cuda_agent.cluster.pool import EvalPool
 from cuda_agent.core.errors import ConfigError, CudaAgentError
 from cuda_agent.core.types import Problem
 from cuda_agent.evaluator.options import EvalOptions
-from cuda_agent.evaluator.worker.policies import DEFAULT_POLICY
+from cuda_agent.evaluator.worker.policies import DEFAULT_POLICY, Policy
 from cuda_agent.problems.sets import load_problem_set
 
 app = typer.Typer(help="Benchmark solutions or a model over a problem set.", no_args_is_help=True)
@@ -78,7 +78,7 @@ def run_command(
     backend: str = typer.Option("auto", help="cpu, cuda, or auto."),
     size: str = typer.Option("auto", help="small, standard, or auto (small on cpu)."),
     baselines: str = typer.Option("eager,compile", help="eager,compile | eager"),
-    policy: str = typer.Option(DEFAULT_POLICY, help="strict, kernelbench or off."),
+    policy: Policy = typer.Option(DEFAULT_POLICY, help="strict, kernelbench or off."),
     memory_check: bool = typer.Option(
         True,
         "--memory-check/--no-memory-check",

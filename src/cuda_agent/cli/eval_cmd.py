@@ -26,7 +26,7 @@ from cuda_agent.core.types import EvalResult
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import evaluate
 from cuda_agent.evaluator.service import evaluate_remote, service_info
-from cuda_agent.evaluator.worker.policies import DEFAULT_POLICY
+from cuda_agent.evaluator.worker.policies import DEFAULT_POLICY, Policy
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.solutions.loader import load_solution
 
@@ -38,7 +38,9 @@ def eval_command(
     baselines: str = typer.Option("eager,compile", help="eager,compile | eager | ''."),
     seed: int | None = typer.Option(None, help="Evaluation seed (default: a fresh secret one)."),
     size: str = typer.Option("auto", help="small, standard, or auto (small on cpu)."),
-    policy: str = typer.Option(DEFAULT_POLICY, help="strict (paper rules), kernelbench, or off."),
+    policy: Policy = typer.Option(
+        DEFAULT_POLICY, help="strict (paper rules), kernelbench, or off."
+    ),
     precision: str = typer.Option("ieee", help="ieee (true fp32), tf32, or torch-default."),
     reward: str = typer.Option("milestone", help="milestone (-1/1/2/3) or continuous."),
     trials: int = typer.Option(5, help="Correctness trials, each on fresh inputs."),

@@ -18,7 +18,7 @@ from cuda_agent.cli.common import (
 from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.core.types import Problem
 from cuda_agent.evaluator.options import EvalOptions
-from cuda_agent.evaluator.worker.policies import DEFAULT_POLICY
+from cuda_agent.evaluator.worker.policies import DEFAULT_POLICY, Policy
 from cuda_agent.export import (
     ExportItem,
     ExportOutcome,
@@ -40,7 +40,9 @@ def export_command(
     backend: str = typer.Option("auto", help="cpu, cuda, or auto (cuda when a GPU is visible)."),
     size: str = typer.Option("auto", help="small, standard, or auto (small on cpu)."),
     baselines: str = typer.Option("eager,compile", help="eager,compile | eager | ''."),
-    policy: str = typer.Option(DEFAULT_POLICY, help="strict (paper rules), kernelbench, or off."),
+    policy: Policy = typer.Option(
+        DEFAULT_POLICY, help="strict (paper rules), kernelbench, or off."
+    ),
     precision: str = typer.Option("ieee", help="ieee (true fp32), tf32, or torch-default."),
     timeout: float = typer.Option(600.0, help="Hard limit in seconds per evaluation process."),
 ) -> None:

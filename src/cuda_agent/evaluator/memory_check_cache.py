@@ -27,6 +27,7 @@ from typing import Any
 from cuda_agent.core.paths import cache_root, ensure_dir, package_root
 from cuda_agent.core.signed_entries import read_entry, write_entry
 from cuda_agent.core.types import Problem, Solution
+from cuda_agent.evaluator.worker.policies import Policy
 
 CACHE_VERSION = "1"
 # the harness code an answer depends on (relative to the package)
@@ -58,7 +59,7 @@ class CheckKey:
     solution: Solution
     backend: str
     device: dict[str, Any]
-    policy: str
+    policy: Policy
     precision: str
     atol: float | None
     rtol: float | None

@@ -4,18 +4,26 @@ A structure test: no code outside ``policies.py`` compares a policy with a polic
 (``policy == "kernelbench"``, ``policy != "strict"``, ``policy in ("strict", "off")``, or a
 ``match`` on it); such a site is a decision the table does not show. It reads the fields of
 ``rules(policy)`` instead. Validating a name against ``POLICIES`` is not a decision and passes.
+
+And the policy is a typed value (``Policy``) with one default: no parameter or field named
+``policy`` in the package is a bare string (``Policy``, or another policy type such as the
+sandbox's), except where an outside caller's string or another kind of policy is meant
+(``UNTYPED``, each with its reason),
+and no policy's name is written as a default outside ``policies.py`` (``DEFAULT_POLICY`` is).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from itertools import pairwise
 from pathlib import Path
 
 import pytest
 
 import cuda_agent
-from cuda_agent.evaluator.worker.policies import POLICIES
+from cuda_agent.core.errors import ConfigError
+from cuda_agent.evaluator.worker.policies import DEFAULT_POLICY, POLICIES, Policy, parse_policy
 
 PACKAGE = Path(cuda_agent.__file__).resolve().parent
 TABLE = PACKAGE / "evaluator" / "worker" / "policies.py"
@@ -99,3 +107,131 @@ def test_no_policy_decision_outside_the_policy_table() -> None:
         "decide by a field of PolicyRules (evaluator/worker/policies.py), not by the policy's "
         "name:\n" + "\n".join(found)
     )
+
+
+# where ``policy`` is not this package's Policy, and why
+UNTYPED = {
+    # the export runtime's dispatch policy: "error", "warn" or "allow", another kind of policy
+    ("export/runtime.py", "set_policy"),
+    # verl's keyword arguments: a string from verl's config, parsed by
+    # EvaluationSettings.from_mapping (rl/verl/evaluation_config.py)
+    ("rl/verl/reward.py", "compute_score"),
+    ("rl/service_reward.py", "compute_score_batch"),
+}
+
+
+def _words(annotation: str) -> set[str]:
+    return set(re.findall(r"\w+", annotation))
+
+
+def untyped_policies(source: str) -> list[tuple[int, str, str]]:
+    """``(line, owner, annotation)`` of each parameter or class field named ``policy`` that is
+    a bare string (``str``, ``Any``, ``object`` or no annotation; a type of its own, such as
+    ``Policy`` or the sandbox's ``SandboxPolicy``, passes); ``owner``: its function or class."""
+    found = []
+    for owner in ast.walk(ast.parse(source)):
+        if isinstance(owner, ast.FunctionDef | ast.AsyncFunctionDef):
+            args = owner.args
+            named = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+            slots = [(a.lineno, a.annotation) for a in named if a.arg == "policy"]
+        elif isinstance(owner, ast.ClassDef):
+            slots = [
+                (item.lineno, item.annotation)
+                for item in owner.body
+                if isinstance(item, ast.AnnAssign)
+                and isinstance(item.target, ast.Name)
+                and item.target.id == "policy"
+            ]
+        else:
+            continue
+        for line, annotation in slots:
+            text = ast.unparse(annotation) if annotation is not None else "(none)"
+            if annotation is None or {"str", "Any", "object"} & _words(text):
+                found.append((line, owner.name, text))
+    return found
+
+
+def policy_name_defaults(source: str) -> list[tuple[int, str]]:
+    """``(line, name)`` of each default of a parameter or field named ``policy`` that spells a
+    policy's name."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        pairs: list[tuple[str, ast.expr | None]] = []
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            pairs = [(node.target.id, node.value)]
+        elif isinstance(node, ast.arguments):
+            positional = [*node.posonlyargs, *node.args]
+            pairs = list(zip([a.arg for a in positional][::-1], node.defaults[::-1], strict=False))
+            pairs += [(a.arg, d) for a, d in zip(node.kwonlyargs, node.kw_defaults, strict=True)]
+        elif isinstance(node, ast.keyword) and node.arg is not None:
+            pairs = [(node.arg, node.value)]
+        for name, value in pairs:
+            if name == "policy" and value is not None:
+                spelled = _names(value) | {
+                    c.value
+                    for c in ast.walk(value)
+                    if isinstance(c, ast.Constant) and c.value in POLICIES
+                }
+                found += [(node.lineno if hasattr(node, "lineno") else 0, n) for n in spelled]
+    return found
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "def f(policy: str) -> None:\n    pass",
+        "def f(*, policy: str | None = None) -> None:\n    pass",
+        "class C:\n    policy: str = DEFAULT_POLICY",
+        "def f(policy) -> None:\n    pass",
+    ],
+)
+def test_the_scan_finds_an_untyped_policy(code: str) -> None:
+    assert untyped_policies(code)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        'def f(policy: str = "strict") -> None:\n    pass',
+        'class C:\n    policy: Policy = "kernelbench"',
+        'def g(policy: Policy = typer.Option("off")) -> None:\n    pass',
+        'EvalOptions(policy="kernelbench")',
+    ],
+)
+def test_the_scan_finds_a_policy_name_as_a_default(code: str) -> None:
+    assert policy_name_defaults(code)
+
+
+def test_the_scans_pass_a_typed_policy() -> None:
+    code = (
+        "def f(policy: Policy = DEFAULT_POLICY, other: str = 'strict') -> None:\n    pass\n"
+        "class C:\n    policy: Policy | None = None\n    op_policy: bool = True"
+    )
+    assert untyped_policies(code) == [] and policy_name_defaults(code) == []
+
+
+def test_every_policy_in_the_package_is_typed_with_one_default() -> None:
+    untyped, spelled = [], []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        source = path.read_text(encoding="utf-8")
+        untyped += [
+            f"{rel}:{line}: {owner}: policy: {text}"
+            for line, owner, text in untyped_policies(source)
+            if (rel, owner) not in UNTYPED
+        ]
+        if path != TABLE:
+            spelled += [f"{rel}:{line}: {name}" for line, name in policy_name_defaults(source)]
+    assert not untyped, "annotate policy as Policy (evaluator/worker/policies.py):\n" + "\n".join(
+        untyped
+    )
+    assert not spelled, "the default is DEFAULT_POLICY, written once:\n" + "\n".join(spelled)
+
+
+def test_a_policy_is_a_string_everywhere_it_is_read() -> None:
+    assert DEFAULT_POLICY is Policy.STRICT and f"{DEFAULT_POLICY}" == "strict"
+    assert parse_policy("kernelbench") is Policy.KERNELBENCH
+    with pytest.raises(
+        ConfigError, match="unknown policy 'lenient' \\(choose from strict, kernelbench, off\\)"
+    ):
+        parse_policy("lenient")

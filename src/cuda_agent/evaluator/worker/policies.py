@@ -1,15 +1,41 @@
 """The policy table: the names of policies and precision settings, and what each policy decides.
 
-Importable by the CLI, options and clients. ``rules(policy)`` is the one place where a policy's
-decisions live; the worker reads them, ``docs/policy.md`` explains them rule by rule.
+Importable by the CLI, options and clients. ``Policy`` is a policy's name as a typed value
+(a ``str``, so JSON, the CLI and messages see ``"strict"``), ``DEFAULT_POLICY`` the one
+default, ``parse_policy`` the one place a name from outside (a flag, a request, a config)
+becomes one. ``rules(policy)`` is the one place where a policy's decisions live; the worker
+reads them, ``docs/policy.md`` explains them rule by rule.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
-POLICIES = ("strict", "kernelbench", "off")
-DEFAULT_POLICY = "strict"  # the one place naming the default (CLI options, requests, configs)
+from cuda_agent.core.errors import ConfigError
+
+
+class Policy(StrEnum):
+    """The rules a verdict is judged by (docs/policy.md)."""
+
+    STRICT = "strict"  # the paper's rules
+    KERNELBENCH = "kernelbench"  # KernelBench's evaluator's
+    OFF = "off"  # correctness and timing only
+
+
+POLICIES: tuple[Policy, ...] = tuple(Policy)
+DEFAULT_POLICY = Policy.STRICT  # the one default (CLI options, requests, configs)
+
+
+def parse_policy(value: str) -> Policy:
+    """``value`` as a ``Policy``; ``ConfigError`` naming the choices where it is none."""
+    try:
+        return Policy(value)
+    except ValueError:
+        choices = ", ".join(POLICIES)
+        raise ConfigError(f"unknown policy {value!r} (choose from {choices})") from None
+
+
 PRECISIONS = ("ieee", "tf32", "torch-default")
 
 # Notes: warning-level findings a correct result may carry (``details.notes``), never flags.
@@ -63,7 +89,7 @@ class PolicyRules:
 
 
 _RULES = {
-    "strict": PolicyRules(
+    Policy.STRICT: PolicyRules(
         op_policy=True,
         custom_kernel_required=True,
         strict_weights=True,
@@ -73,7 +99,7 @@ _RULES = {
         min_custom_kernel_coverage=0.0,
         reference_namespace=False,
     ),
-    "kernelbench": PolicyRules(
+    Policy.KERNELBENCH: PolicyRules(
         op_policy=False,
         custom_kernel_required=True,
         strict_weights=False,
@@ -83,7 +109,7 @@ _RULES = {
         min_custom_kernel_coverage=0.01,
         reference_namespace=True,
     ),
-    "off": PolicyRules(
+    Policy.OFF: PolicyRules(
         op_policy=False,
         custom_kernel_required=False,
         strict_weights=False,
@@ -96,7 +122,7 @@ _RULES = {
 }
 
 
-def rules(policy: str) -> PolicyRules:
+def rules(policy: Policy) -> PolicyRules:
     """The rules of ``policy`` (one of ``POLICIES``)."""
     if policy not in _RULES:
         raise ValueError(f"unknown policy {policy!r} (choose from {', '.join(POLICIES)})")

@@ -15,7 +15,12 @@ from typing import Any
 from cuda_agent.core.errors import ConfigError
 from cuda_agent.core.records import RECORDS
 from cuda_agent.core.types import BACKENDS
-from cuda_agent.evaluator.worker.policies import DEFAULT_POLICY, POLICIES, PRECISIONS
+from cuda_agent.evaluator.worker.policies import (
+    DEFAULT_POLICY,
+    PRECISIONS,
+    Policy,
+    parse_policy,
+)
 
 MODES = tuple(RECORDS)  # one record class per mode (core/records.py)
 
@@ -52,7 +57,7 @@ class EvalSettings:
     trials: int = 5
     atol: float | None = None
     rtol: float | None = None
-    policy: str = DEFAULT_POLICY
+    policy: Policy = DEFAULT_POLICY
     precision: str = "ieee"
     cpu_threads: int = 1
     build_timeout_s: float = 600.0
@@ -65,8 +70,7 @@ class EvalSettings:
             raise ConfigError(
                 f"unknown backend {self.backend!r} (choose from {', '.join(BACKENDS)})"
             )
-        if self.policy not in POLICIES:
-            raise ConfigError(f"unknown policy {self.policy!r} (choose from {', '.join(POLICIES)})")
+        self.policy = parse_policy(self.policy)  # a name given as a plain str becomes one
         if self.precision not in PRECISIONS:
             raise ConfigError(
                 f"unknown precision policy {self.precision!r} (choose from {', '.join(PRECISIONS)})"
@@ -95,6 +99,7 @@ class EvalSettings:
     def from_dict(cls, data: dict[str, Any]) -> EvalSettings:
         values = dict(data)
         values["timing"] = TimingOptions(**values.get("timing", {}))
+        values["policy"] = parse_policy(values.get("policy", DEFAULT_POLICY))
         return cls(**values)
 
 

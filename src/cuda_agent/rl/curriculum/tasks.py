@@ -59,6 +59,7 @@ from cuda_agent.core.pyparse import parse_module
 from cuda_agent.core.types import EvalResult, Problem
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import evaluate
+from cuda_agent.evaluator.worker.policies import parse_policy
 from cuda_agent.evaluator.workspace_commands import Evaluator
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.rl.curriculum import POLICIES, TASKS
@@ -301,7 +302,9 @@ def score_reply(
     if answer is None:
         return Score(NO_ANSWER_REWARD, None, None)
     problem = resolve_problem(problem_spec, size)
-    chosen = replace(options or EvalOptions(), backend=backend, policy=POLICIES[task]).validate()
+    chosen = replace(
+        options or EvalOptions(), backend=backend, policy=parse_policy(POLICIES[task])
+    ).validate()
     folder = Path(tempfile.mkdtemp(prefix="ca-curriculum-"))
     try:
         path = write_answer(task, problem, problem_spec, backend, folder, answer)

@@ -33,7 +33,7 @@ from typing import Any
 from cuda_agent.cluster.pool import EvalPool
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import evaluate
-from cuda_agent.evaluator.worker.policies import DEFAULT_POLICY
+from cuda_agent.evaluator.worker.policies import DEFAULT_POLICY, Policy, parse_policy
 from cuda_agent.evaluator.workspace_commands import Evaluator
 
 _POOLS: dict[tuple[str, str], EvalPool] = {}
@@ -43,7 +43,7 @@ _POOLS_LOCK = threading.Lock()
 @dataclass(frozen=True)
 class EvaluationSettings:
     backend: str = "cuda"
-    policy: str = DEFAULT_POLICY
+    policy: Policy = DEFAULT_POLICY
     baselines: tuple[str, ...] = ("eager", "compile")
     pool: str = "local"
 
@@ -56,6 +56,8 @@ class EvaluationSettings:
         for key in ("backend", "policy", "pool"):
             if section.get(key) is not None:
                 values[key] = str(section.get(key))
+        if "policy" in values:
+            values["policy"] = parse_policy(values["policy"])
         baselines = section.get("baselines")
         if baselines is not None:
             if isinstance(baselines, str):
