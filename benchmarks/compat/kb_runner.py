@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.compat.corpus import PROBLEMS, SOLUTIONS, read_manifest
-from benchmarks.kernelbench_peer import kb_layout
+from benchmarks.kb_peer.kb_import import kb_layout
 
 from cuda_agent.bench.kb_results import kb_sample_verdict, tolerance_key
 from cuda_agent.core.errors import CudaAgentError
@@ -142,8 +142,8 @@ def preflight(config: KbConfig) -> None:
         raise CudaAgentError(
             f"{config.kb}: not a KernelBench checkout (no src/kernelbench/eval.py or src/eval.py)"
         )
-    code = "import sys; from pathlib import Path; from benchmarks.kernelbench_peer import import_kb"
-    code += "; import_kb(Path(sys.argv[1]))"
+    code = "import sys; from pathlib import Path"
+    code += "; from benchmarks.kb_peer.kb_import import import_kb; import_kb(Path(sys.argv[1]))"
     done = subprocess.run(
         [config.python, "-c", code, str(config.kb.resolve())],
         capture_output=True,

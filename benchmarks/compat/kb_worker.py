@@ -1,7 +1,7 @@
 """One KernelBench evaluation in its own process: ``python -m benchmarks.compat.kb_worker
 PAYLOAD.json RESULT.json``.
 
-KernelBench is imported from its checkout by ``benchmarks/kernelbench_peer.import_kb`` (its
+KernelBench is imported from its checkout by ``benchmarks/kb_peer/kb_import.import_kb`` (its
 ``src`` on ``sys.path``, inert stand-ins for the LLM clients it imports); nothing of it is
 copied here. The evaluation is the call its scripts make: ``eval_kernel_against_ref`` with
 seed 42 (the same seed set before ``Model()`` and before ``ModelNew()``), its correctness
@@ -143,7 +143,8 @@ def evaluate(
 ) -> None:
     """Fill ``out`` (see the module's docstring); ``save`` after each evaluation."""
     import torch
-    from benchmarks.kernelbench_peer import exec_result, import_kb, set_arch
+    from benchmarks.kb_peer.kb_calls import exec_result, set_arch
+    from benchmarks.kb_peer.kb_import import import_kb
 
     from cuda_agent.bench.kb_results import tolerance_key
 

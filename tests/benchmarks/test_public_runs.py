@@ -14,7 +14,7 @@ from benchmarks.compat import kb_runner
 from benchmarks.compat.__main__ import main
 from benchmarks.compat.corpus import prepare
 from benchmarks.compat.public_runs import convert, write_rows
-from benchmarks.kernelbench_peer import kb_layout
+from benchmarks.kb_peer.kb_import import kb_layout
 
 from benchmarks import triton_agreement
 from cuda_agent.core.errors import CudaAgentError
