@@ -1,6 +1,7 @@
-"""benchmarks/ray_bundle.py on small fake wheels: Ray's dependency closure against the device
-image, unpacking wheels, stripping, packing into one .tar.xz, unpacking it into a target and
-checking what it leaves to the image. No network: the wheels are made here."""
+"""benchmarks/ray_bundle.py and benchmarks/ray_wheels.py on small fake wheels: Ray's dependency
+closure against the device image, unpacking wheels, stripping, packing into one .tar.xz,
+unpacking it into a target and checking what it leaves to the image. No network: the wheels are
+made here."""
 
 from __future__ import annotations
 
@@ -27,6 +28,12 @@ def rb() -> ModuleType:
     sys.modules["ray_bundle"] = module
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="module")
+def rw(rb: ModuleType) -> ModuleType:
+    """benchmarks/ray_wheels.py, as ray_bundle.py imports it."""
+    return importlib.import_module("benchmarks.ray_wheels")
 
 
 def wheel(
@@ -62,7 +69,7 @@ RAY_FILES = {
 }
 
 
-def test_the_closure_carries_what_the_image_lacks(rb: ModuleType, tmp_path: Path) -> None:
+def test_the_closure_carries_what_the_image_lacks(rw: ModuleType, tmp_path: Path) -> None:
     wheel(
         tmp_path,
         "ray",
@@ -86,21 +93,21 @@ def test_the_closure_carries_what_the_image_lacks(rb: ModuleType, tmp_path: Path
     wheel(tmp_path, "rpds-py", "0.30.0", {"rpds/__init__.py": b""}, ["attrs>=22.2.0"])
     pins = {"ray": "2.60.0", "jsonschema": "4.26.0", "rpds-py": "0.30.0", "click": "8.1.0"}
     present = {"click", "msgpack", "attrs", "pandas"}
-    carry, needs = rb.resolve(pins, present, "3.12", tmp_path)
+    carry, needs = rw.resolve(pins, present, "3.12", tmp_path)
     assert sorted(carry) == ["jsonschema", "ray", "rpds-py"]  # tomli: not for 3.12; pandas: extra
     assert needs == {"click": ">=7.0", "msgpack": "<2.0.0,>=1.0.0", "attrs": ">=22.2.0"}
     with pytest.raises(SystemExit, match="not pinned"):
-        rb.resolve({"ray": "2.60.0", "click": "8.1.0"}, {"click"}, "3.12", tmp_path)
+        rw.resolve({"ray": "2.60.0", "click": "8.1.0"}, {"click"}, "3.12", tmp_path)
 
 
-def test_unpack_strip_pack_and_unpack_again(rb: ModuleType, tmp_path: Path) -> None:
+def test_unpack_strip_pack_and_unpack_again(rb: ModuleType, rw: ModuleType, tmp_path: Path) -> None:
     root = tmp_path / "site"
-    rb.unpack_wheel(wheel(tmp_path, "ray", "2.60.0", RAY_FILES, []), root)
+    rw.unpack_wheel(wheel(tmp_path, "ray", "2.60.0", RAY_FILES, []), root)
     assert (root / "ray_extra.py").exists()  # purelib lands at the root
     assert not (root / "ray-2.60.0.data").exists() and (root / "ray").is_dir()  # no scripts
     raylet = root / "ray/core/src/ray/raylet/raylet"
     assert raylet.stat().st_mode & 0o111
-    removed = rb.strip_tree(root)
+    removed = rw.strip_tree(root)
     for rel in ("ray/jars", "ray/rllib", "ray/serve", "ray/dashboard/client", "ray/_private/tests"):
         assert not (root / rel).exists(), rel
     assert not (root / "ray/__pycache__").exists()
@@ -159,14 +166,14 @@ def test_plain_specifiers(rb: ModuleType, version: str, spec: str, ok: bool) -> 
 
 @pytest.mark.slow  # compiles and strips a library
 @pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("strip") is None, reason="no gcc")
-def test_strip_binaries_keeps_a_working_library(rb: ModuleType, tmp_path: Path) -> None:
+def test_strip_binaries_keeps_a_working_library(rw: ModuleType, tmp_path: Path) -> None:
     (tmp_path / "lib.c").write_text("int answer(void) { return 42; }\n")
     lib = tmp_path / "tree" / "libanswer.so"
     lib.parent.mkdir()
     subprocess.run(["gcc", "-g", "-shared", "-fPIC", "-o", lib, tmp_path / "lib.c"], check=True)
     (tmp_path / "tree" / "notes.txt").write_text("not an ELF file")
     before = lib.stat().st_size
-    saved = rb.strip_binaries(tmp_path / "tree")
+    saved = rw.strip_binaries(tmp_path / "tree")
     assert saved == before - lib.stat().st_size > 0
     import ctypes
 
