@@ -29,6 +29,7 @@ from cuda_agent.evaluator.worker.protocol import TimingOptions
 
 if TYPE_CHECKING:
     from cuda_agent.evaluator.service import EvalService
+    from cuda_agent.evaluator.worker_process import WorkerOutcome
 
 FAST_TIMING = dict(
     warmup_ms=2.0,
@@ -118,6 +119,44 @@ def relu_solution(tmp_path: Path, forward_body: str, name: str = "solution.py") 
     path = tmp_path / name
     path.write_text(text)
     return path
+
+
+def run_relu_worker(
+    tmp_path: Path,
+    candidate: str,
+    extra_files: dict[str, str] | None = None,
+    **run_worker_kwargs: Any,
+) -> WorkerOutcome:
+    """A real evaluate worker (cpu, ``fast_options``) for the single-file candidate
+    ``candidate`` on the small relu problem, in ``tmp_path / "worker"``; ``extra_files`` go
+    into its folder beside the candidate, the keyword arguments to ``run_worker``."""
+    from cuda_agent.evaluator.requests import worker_request
+    from cuda_agent.evaluator.worker_process import run_worker
+    from cuda_agent.problems.sets import resolve_problem
+    from cuda_agent.solutions.loader import load_solution
+
+    source = tmp_path / "solution" / "solution.py"
+    source.parent.mkdir()
+    source.write_text(candidate)
+    solution = load_solution(source)
+    opts = fast_options()
+    request = worker_request(
+        "evaluate",
+        opts,
+        resolve_problem("relu", "small"),
+        seed=1234,
+        solution_kind=solution.kind.value,
+        solution_entry=solution.entry_file,
+    )
+    return run_worker(
+        request,
+        timeout_s=600.0,
+        scratch=tmp_path / "worker",
+        files={**solution.files, **(extra_files or {})},
+        sandboxed=opts.sandbox,
+        allow_unsandboxed=opts.allow_unsandboxed,
+        **run_worker_kwargs,
+    )
 
 
 def wait_for(

@@ -26,12 +26,9 @@ from cuda_agent.evaluator.host_memory import (
     oom_kills,
     tree_anonymous_bytes,
 )
-from cuda_agent.evaluator.requests import worker_request
-from cuda_agent.evaluator.worker_process import WorkerOutcome, run_worker
-from cuda_agent.problems.sets import resolve_problem
-from cuda_agent.solutions.loader import load_solution
+from cuda_agent.evaluator.worker_process import WorkerOutcome
 from cuda_agent.workspace.memory_cap import MEMORY_CAP_ENV
-from tests.helpers import fast_options
+from tests.helpers import run_relu_worker
 
 MIB = 1 << 20
 HOLDER = (
@@ -80,34 +77,12 @@ def test_the_oom_count_is_read_and_compared(tmp_path: Path) -> None:
 
 def run_candidate(tmp_path: Path, forward: str, **kwargs: object) -> WorkerOutcome:
     """An evaluate worker (cpu) for a candidate whose forward is ``forward``'s lines."""
-    source = tmp_path / "solution" / "solution.py"
-    source.parent.mkdir()
     body = "\n".join(f"        {line}" for line in forward.splitlines())
-    source.write_text(
+    candidate = (
         "import os, signal\nfrom pathlib import Path\n\nimport torch.nn as nn\n\n\n"
         f"class ModelNew(nn.Module):\n    def forward(self, x):\n{body}\n        return x\n"
     )
-    solution = load_solution(source)
-    opts = fast_options()
-    request = worker_request(
-        "evaluate",
-        opts,
-        resolve_problem("relu", "small"),
-        seed=1234,
-        solution_kind=solution.kind.value,
-        solution_entry=solution.entry_file,
-    )
-    files = dict(solution.files)
-    files["vmstat"] = "oom_kill 5\n"
-    return run_worker(
-        request,
-        timeout_s=600.0,
-        scratch=tmp_path / "worker",
-        files=files,
-        sandboxed=opts.sandbox,
-        allow_unsandboxed=opts.allow_unsandboxed,
-        **kwargs,  # type: ignore[arg-type]
-    )
+    return run_relu_worker(tmp_path, candidate, {"vmstat": "oom_kill 5\n"}, **kwargs)
 
 
 def verdict_of(outcome: WorkerOutcome) -> tuple[list[str], str]:

@@ -18,11 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from cuda_agent.evaluator.requests import worker_request
-from cuda_agent.evaluator.worker_process import WorkerOutcome, run_worker
-from cuda_agent.problems.sets import resolve_problem
-from cuda_agent.solutions.loader import load_solution
-from tests.helpers import fast_options, lock_free, wait_for
+from cuda_agent.evaluator.worker_process import WorkerOutcome
+from tests.helpers import lock_free, run_relu_worker, wait_for
 
 LOCK_NAME = "alive.lock"
 BUSY_CANDIDATE = f'''
@@ -46,36 +43,13 @@ def run_busy_worker(
     tmp_path: Path, cancel: threading.Event, on_stage: threading.Event
 ) -> tuple[WorkerOutcome, Path]:
     """The busy candidate in an evaluate worker; ``on_stage`` is set at its ``verify`` line."""
-    source = tmp_path / "solution" / "solution.py"
-    source.parent.mkdir()
-    source.write_text(BUSY_CANDIDATE)
-    solution = load_solution(source)
-    opts = fast_options()
-    request = worker_request(
-        "evaluate",
-        opts,
-        resolve_problem("relu", "small"),
-        seed=1234,
-        solution_kind=solution.kind.value,
-        solution_entry=solution.entry_file,
-    )
-    scratch = tmp_path / "worker"
 
     def on_event(event: dict[str, object]) -> None:
         if event.get("type") == "stage" and event.get("stage") == "verify":
             on_stage.set()
 
-    outcome = run_worker(
-        request,
-        timeout_s=600.0,
-        scratch=scratch,
-        on_event=on_event,
-        files=solution.files,
-        sandboxed=opts.sandbox,
-        allow_unsandboxed=opts.allow_unsandboxed,
-        cancel=cancel,
-    )
-    return outcome, scratch / "solution" / LOCK_NAME
+    outcome = run_relu_worker(tmp_path, BUSY_CANDIDATE, on_event=on_event, cancel=cancel)
+    return outcome, tmp_path / "worker" / "solution" / LOCK_NAME
 
 
 @pytest.mark.slow  # starts a worker
