@@ -24,20 +24,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bench_pair import verdict
+from benchmarks.bench_pair import load, verdict
 
 from cuda_agent.cluster.ledger import utilization
-
-
-def results(folder: Path) -> dict[str, dict[str, Any]]:
-    path = folder / "results.jsonl"
-    found: dict[str, dict[str, Any]] = {}
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                row = json.loads(line)
-                found[row["problem_id"]] = row["result"]
-    return found
 
 
 def busy(util_file: str) -> float | None:
@@ -55,7 +44,7 @@ def busy(util_file: str) -> float | None:
 def summary(spec: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     folder, wall_text, *rest = spec.split(":")
     wall = float(wall_text)
-    found = results(Path(folder))
+    found, _ = load(Path(folder))  # bench_pair reads a run folder's results.jsonl
     figures = utilization(None, ["0"], wall, found.values())
     count = max(1, len(found))
     per_verdict = {
