@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +31,7 @@ from cuda_agent.bench.records import (
 )
 from cuda_agent.bench.report_data import METRIC_COLUMNS, metric_subsets, subset_metrics
 from cuda_agent.bench.report_format import fmt_metric
-from cuda_agent.bench.run import AgentSpec, run_agent, run_solutions, summary_counts
+from cuda_agent.bench.run import AgentSpec, Progress, run_agent, run_solutions, summary_counts
 from cuda_agent.bench.run_figures import RunFigures
 from cuda_agent.cli.common import (
     err_console,
@@ -139,27 +141,10 @@ def run_command(
         build_workers=build_workers,
         jobs_per_gpu=jobs_per_gpu,
     )
-    if no_service and service is not None:
-        raise ConfigError(f"--service {service} and --no-service: give one of them")
-    remote = None
-    beside = None
-    if service is not None:
-        if ray or workers or jobs_per_gpu > 1:
-            raise ConfigError("--service evaluates on the service's pool: no --ray/--workers")
-        if device_budget != "auto":
-            raise ConfigError("--service: the service sets the device budget, not --device-budget")
-        from cuda_agent.service.remote_pool import ServicePool
-
-        remote = ServicePool(service)
-        chosen = remote.backend if backend == "auto" else resolve_backend(backend, False)
-        if remote.backend != chosen:
-            raise ConfigError(f"the service at {service} evaluates on {remote.backend}")
-    else:
-        chosen = resolve_backend(backend)
-        beside = local_service_beside(chosen, no_service)
-    problem_list = select_problems(problems, levels, resolve_size(size, chosen))
+    target = choose_target(backend, service, no_service, ray, workers, jobs_per_gpu, device_budget)
+    problem_list = select_problems(problems, levels, resolve_size(size, target.backend))
     options = EvalOptions(
-        backend=chosen,
+        backend=target.backend,
         baselines=parse_csv(baselines),
         policy=policy,
         keep_spare_worker=True,
@@ -168,6 +153,90 @@ def run_command(
         device_budget=device_budget,
         memory_check=memory_check,
     ).validate()
+    check_run_inputs(solutions, model, tool_format, export_best, jobs_per_gpu)
+    if solutions is not None:
+        source = {"mode": "solutions", "solutions": str(solutions.resolve())}
+    else:
+        source = agent_source(model, tool_format, max_turns, max_output_tokens, context_tokens)
+    check_pool_choice(ray, jobs_per_gpu)  # before run.json is written
+    prepare_run_folder(out, fingerprint(options, problem_list, source), fresh)
+    if target.beside is not None:  # the device was not this run's alone: said where timings are
+        write_run_info(out, {**read_run_info(out), "beside_service": target.beside})
+    pool = target.remote
+    if pool is None:
+        pool = make_pool(
+            target.backend, workers, ray, build_workers=build_workers, jobs_per_device=jobs_per_gpu
+        )
+    spec = None
+    if solutions is None:
+        spec = agent_spec(model, base_url, api_key_env, tool_format, attempts, parallel)
+        spec.limits.max_turns = max_turns
+        spec.limits.max_output_tokens = max_output_tokens
+        spec.limits.context_tokens = context_tokens
+
+    def evaluate(pool: EvalPool, on_record: Progress) -> None:
+        if solutions is not None:
+            run_solutions(problem_list, solutions, pool, options, out, on_record)
+        elif spec is not None:
+            run_agent(problem_list, spec, pool, options, out, on_record)
+
+    total = len(problem_list) * (attempts if model else 1)
+    figures_written = run_with_progress(out, pool, total, evaluate)
+    report_run(out, figures_written)
+    if export_best is not None:
+        from cuda_agent.cli.export_cmd import export_run_best
+
+        export_run_best(out, problem_list, options, export_best)
+
+
+@dataclass
+class EvalTarget:
+    """Where a run's evaluations go: the backend, a reward service's pool (``remote``) or this
+    machine's own workers, and the local service found on the same backend (``beside``)."""
+
+    backend: str
+    remote: EvalPool | None = None
+    beside: dict[str, Any] | None = None
+
+
+def choose_target(
+    backend: str,
+    service: str | None,
+    no_service: bool,
+    ray: str | None,
+    workers: int | None,
+    jobs_per_gpu: int,
+    device_budget: str,
+) -> EvalTarget:
+    """The reward service at ``service`` (checked: its backend, no local pool options), or this
+    machine's workers on ``backend`` (a local service on it refused unless ``no_service``)."""
+    if no_service and service is not None:
+        raise ConfigError(f"--service {service} and --no-service: give one of them")
+    if service is None:
+        chosen = resolve_backend(backend)
+        return EvalTarget(chosen, beside=local_service_beside(chosen, no_service))
+    if ray or workers or jobs_per_gpu > 1:
+        raise ConfigError("--service evaluates on the service's pool: no --ray/--workers")
+    if device_budget != "auto":
+        raise ConfigError("--service: the service sets the device budget, not --device-budget")
+    from cuda_agent.service.remote_pool import ServicePool
+
+    remote = ServicePool(service)
+    chosen = remote.backend if backend == "auto" else resolve_backend(backend, False)
+    if remote.backend != chosen:
+        raise ConfigError(f"the service at {service} evaluates on {remote.backend}")
+    return EvalTarget(chosen, remote=remote)
+
+
+def check_run_inputs(
+    solutions: Path | None,
+    model: str,
+    tool_format: str,
+    export_best: Path | None,
+    jobs_per_gpu: int,
+) -> None:
+    """One mode (solutions or an agent), a usable solutions folder, tool format and export
+    target, before anything runs; a note where jobs share a device."""
     if (solutions is None) == (not model):
         raise CudaAgentError("give either --solutions DIR or --model/--base-url (agent mode)")
     if solutions is not None and not solutions.is_dir():
@@ -177,32 +246,35 @@ def run_command(
         from cuda_agent.export import check_target
 
         check_target(export_best)  # before the run, not after it
-    if jobs_per_gpu < 1:
-        raise ConfigError(f"--jobs-per-gpu {jobs_per_gpu}: must be at least 1")
     if jobs_per_gpu > 1:
         err_console.print(
             f"note: --jobs-per-gpu {jobs_per_gpu}: for verdicts in bulk; the other jobs' "
             "CPU work runs beside each timing, so absolute times may read high (run.json says "
             "jobs_per_device); time with the default 1 (docs/benchmarking.md)"
         )
-    if solutions is not None:
-        source = {"mode": "solutions", "solutions": str(solutions.resolve())}
-    else:
-        limits = (tool_format, max_turns, max_output_tokens, context_tokens)
-        source = agent_source(model, *limits)
-    check_pool_choice(ray, jobs_per_gpu)  # before run.json is written
-    prepare_run_folder(out, fingerprint(options, problem_list, source), fresh)
-    if beside is not None:  # the device was not this run's alone: said where timings are read
-        write_run_info(out, {**read_run_info(out), "beside_service": beside})
-    if remote is not None:
-        pool: EvalPool = remote
-    else:
-        pool = make_pool(
-            chosen, workers, ray, build_workers=build_workers, jobs_per_device=jobs_per_gpu
-        )
+
+
+def agent_spec(
+    model: str, base_url: str, api_key_env: str, tool_format: str, attempts: int, parallel: int
+) -> AgentSpec:
+    """Agent mode's episodes: the model at ``base_url``, its key from ``api_key_env``."""
+    from cuda_agent.agent.models import OpenAIChatModel
+
+    key = os.environ.get(api_key_env, "")
+    return AgentSpec(
+        make_model=lambda: OpenAIChatModel(model, base_url, key, tool_format=tool_format),
+        attempts=attempts,
+        parallel=parallel,
+    )
+
+
+def run_with_progress(
+    out: Path, pool: EvalPool, total: int, evaluate: Callable[[EvalPool, Progress], None]
+) -> bool:
+    """``evaluate(pool, on_record)`` with live counts, each record's figures into run.json
+    (however the run ends); whether those figures were written."""
     seen: list[AttemptRecord] = list(read_records(out)) if out.exists() else []
-    total = len(problem_list) * (attempts if model else 1)
-    run_figures = RunFigures(out, pool)  # into run.json however the run ends
+    run_figures = RunFigures(out, pool)
     with run_figures, pool, Reporter("bench", total, pool.board, done=len(seen)) as reporter:
 
         def on_record(record: AttemptRecord, finished: int, total: int) -> None:
@@ -215,33 +287,20 @@ def run_command(
                 f"than compile {counts['faster_compile']}",
             )
 
-        if solutions is not None:
-            run_solutions(problem_list, solutions, pool, options, out, on_record)
-        else:
-            from cuda_agent.agent.models import OpenAIChatModel
-
-            key = os.environ.get(api_key_env, "")
-            spec = AgentSpec(
-                make_model=lambda: OpenAIChatModel(model, base_url, key, tool_format=tool_format),
-                attempts=attempts,
-                parallel=parallel,
-            )
-            spec.limits.max_turns = max_turns
-            spec.limits.max_output_tokens = max_output_tokens
-            spec.limits.context_tokens = context_tokens
-            run_agent(problem_list, spec, pool, options, out, on_record)
+        evaluate(pool, on_record)
         run_figures.stop()
+    return run_figures.written
+
+
+def report_run(out: Path, figures_written: bool) -> None:
+    """The run's metrics table, its device utilization where written, and where to look."""
     _print_table([("this run", compute_metrics(chosen_attempts(read_records(out))))])
-    if run_figures.written:
+    if figures_written:
         out_console.print(describe_utilization(read_run_info(out)["utilization"]))
         out_console.print(UTILIZATION_LEGEND, style="dim", markup=False, highlight=False)
     print_command_line(
         out_console, f"results: {out / 'results.jsonl'}; report: cuda-agent bench report {out}"
     )
-    if export_best is not None:
-        from cuda_agent.cli.export_cmd import export_run_best
-
-        export_run_best(out, problem_list, options, export_best)
 
 
 def local_service_beside(backend: str, no_service: bool) -> dict[str, Any] | None:
