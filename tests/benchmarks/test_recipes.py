@@ -179,18 +179,29 @@ def test_common_detached_outlives_its_recipe_and_starts_once(tmp_path: Path) -> 
     out, _ = recipe.communicate(timeout=60)
     with contextlib.suppress(ProcessLookupError):  # the device kills what a call leaves
         os.killpg(recipe.pid, signal.SIGKILL)
-    pid = int(pidfile.read_text().split()[0])
-    assert "still running from an earlier call" in out and out.rstrip().endswith("alive"), out
-    assert os.getsid(pid) == pid != recipe.pid  # a session of its own, so still running
-    watch = os.pidfd_open(pid)
     try:
-        with open(fifo, "w") as release:
-            release.write("go")
-        assert select.select([watch], [], [], 60)[0], "the detached command did not end"
-    finally:
-        os.close(watch)
+        pid = int(pidfile.read_text().split()[0])
+        assert "still running from an earlier call" in out and out.rstrip().endswith("alive"), out
+        assert os.getsid(pid) == pid != recipe.pid  # a session of its own, so still running
+        watch = os.pidfd_open(pid)
+        try:
+            with open(fifo, "w") as release:
+                release.write("go")
+            assert select.select([watch], [], [], 60)[0], "the detached command did not end"
+        finally:
+            os.close(watch)
+    finally:  # none left behind when an assertion failed
+        _kill_commands_naming(str(fifo))
     assert log.read_text().count("released") == 1  # started once
     assert run_with_common(f"alive {pidfile} || echo ended", tmp_path).stdout.strip() == "ended"
     # a pidfile naming a live process started at another time is not that process
     pidfile.write_text(f"{os.getpid()} 1\n")
     assert run_with_common(f"alive {pidfile} || echo other", tmp_path).stdout.strip() == "other"
+
+
+def _kill_commands_naming(text: str) -> None:
+    """SIGKILL every process whose command line holds ``text``."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            if text in cmdline.read_bytes().decode(errors="replace"):
+                os.kill(int(cmdline.parent.name), signal.SIGKILL)
