@@ -75,7 +75,7 @@ def verified_record(
         "backend": result.get("backend"),
         "language": result.get("language"),
         "device": details.get("device", {}),
-        "policy": opts.policy,
+        "policy": str(opts.policy),  # plain data: this record is written as Python source
         "precision": opts.precision,
         "tolerance": {
             "atol": opts.atol if opts.atol is not None else problem.tolerance.atol,

@@ -15,6 +15,8 @@ and no policy's name is written as a default outside ``policies.py`` (``DEFAULT_
 from __future__ import annotations
 
 import ast
+import json
+import pprint
 import re
 from itertools import pairwise
 from pathlib import Path
@@ -230,6 +232,9 @@ def test_every_policy_in_the_package_is_typed_with_one_default() -> None:
 
 def test_a_policy_is_a_string_everywhere_it_is_read() -> None:
     assert DEFAULT_POLICY is Policy.STRICT and f"{DEFAULT_POLICY}" == "strict"
+    # written as Python source (an exported package's VERIFIED) or JSON, it is plain text
+    assert pprint.pformat({"policy": Policy.KERNELBENCH}) == "{'policy': 'kernelbench'}"
+    assert json.dumps(Policy.OFF) == '"off"'
     assert parse_policy("kernelbench") is Policy.KERNELBENCH
     with pytest.raises(
         ConfigError, match="unknown policy 'lenient' \\(choose from strict, kernelbench, off\\)"

@@ -22,6 +22,10 @@ class Policy(StrEnum):
     KERNELBENCH = "kernelbench"  # KernelBench's evaluator's
     OFF = "off"  # correctness and timing only
 
+    def __repr__(self) -> str:
+        # its value's repr: a record written as Python source (pprint, repr) stays plain data
+        return repr(self.value)
+
 
 POLICIES: tuple[Policy, ...] = tuple(Policy)
 DEFAULT_POLICY = Policy.STRICT  # the one default (CLI options, requests, configs)
