@@ -15,25 +15,22 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cuda_agent.bench.records import read_records
+from cuda_agent.core.types import EvalResult
 
-def load(folder: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
-    results: dict[str, dict[str, Any]] = {}
-    path = folder / "results.jsonl"
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                row = json.loads(line)
-                results[row["problem_id"]] = row["result"]
+
+def load(folder: Path) -> tuple[dict[str, EvalResult], dict[str, Any]]:
+    """The run's verdicts by problem (the last of each) and ``run.json``'s utilization."""
+    results = {r.problem_id: r.result for r in read_records(folder)}
     run = folder / "run.json"
     utilization = (json.loads(run.read_text()) if run.exists() else {}).get("utilization") or {}
     return results, utilization
 
 
-def verdict(result: dict[str, Any]) -> str:
-    if result.get("correct"):
+def verdict(result: EvalResult) -> str:
+    if result.correct:
         return "correct"
-    error = result.get("error") or {}
-    return f"rejected:{error.get('stage', '?')}"
+    return f"rejected:{result.error.stage if result.error is not None else '?'}"
 
 
 def pct(value: float | None) -> str:
@@ -48,7 +45,7 @@ def main(argv: list[str]) -> int:
     )
     for name, results, use in runs:
         wall = use.get("wall_s")
-        correct = sum(bool(r.get("correct")) for r in results.values())
+        correct = sum(r.correct for r in results.values())
         rate = f"{3600 * len(results) / wall:.0f}" if wall else "-"
         held = pct(use.get("device_held_fraction"))
         work = pct(use.get("device_work_fraction"))

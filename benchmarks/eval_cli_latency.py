@@ -108,14 +108,18 @@ def main() -> None:
     )
     header = f"{'mode':<22} {'wall s':>7} {'worker s':>9} {'start s':>8} {'phases s':>9}"
     print(f"{header} {'waited s':>9} {'correct':>8}")
-    for mode, wall, waited, result in rows:
-        details = result["details"]
-        phases = sum(details.get("worker_phases_s", {}).values())
-        start_s = details.get("worker_start", {}).get("ready_after_s")
+    from cuda_agent.core.types import EvalResult
+
+    for mode, wall, waited, shown in rows:
+        result = EvalResult.from_dict(shown)
+        record = result.record
+        phases = sum((record.worker_phases_s if record is not None else {}).values())
+        start_s = (result.details.worker_start or {}).get("ready_after_s")
         start_text = "-" if start_s is None else f"{start_s:.2f}"
+        worker_s = (result.details.timings_s or {}).get("worker", 0)
         print(
-            f"{mode:<22} {wall:>7.2f} {details['timings_s'].get('worker', 0):>9.2f} "
-            f"{start_text:>8} {phases:>9.2f} {waited:>9.2f} {result['correct']!s:>8}"
+            f"{mode:<22} {wall:>7.2f} {worker_s:>9.2f} "
+            f"{start_text:>8} {phases:>9.2f} {waited:>9.2f} {result.correct!s:>8}"
         )
     for mode, _ in modes:
         walls = [w for m, w, _, _ in rows if m == mode]

@@ -61,14 +61,15 @@ def main() -> None:
         start = time.monotonic()
         result = evaluate(problem, load_solution(work), opts)
         wall = time.monotonic() - start
-        stages = result.details["timings_s"]
+        stages = result.details.timings_s or {}
         print(
             f"{label:<42} {wall:>7.2f} {stages.get('build', 0):>8.2f} "
             f"{stages.get('worker', 0):>9.2f} {result.correct!s:>8}",
             flush=True,
         )
         if run == args.runs:
-            print("worker phases (last run):", result.details.get("worker_phases_s"))
+            record = result.record
+            print("worker phases (last run):", record.worker_phases_s if record else None)
     shutil.rmtree(cache, ignore_errors=True)
 
 

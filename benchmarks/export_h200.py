@@ -28,7 +28,10 @@ import sysconfig
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cuda_agent.core.types import EvalResult
 
 EXAMPLES = {
     "relu": "relu/cuda.py",
@@ -202,20 +205,20 @@ def _run(command: list[str], cwd: Path) -> str:
 def _row(
     problem_id: str,
     solution: Path,
-    result: dict[str, Any],
+    result: EvalResult,
     measured: dict[str, Any],
     export_s: float,
     install_s: float,
 ) -> dict[str, Any]:
-    runtime = float(result["runtime_us"])
+    runtime = float(result.runtime_us or 0.0)
     return {
         "problem": problem_id,
         "solution": solution.name,
         "correct_eager": measured["checks"]["eager"],
         "correct_compiled": measured["checks"]["compiled"],
-        "generalizes": result.get("generalizes"),
+        "generalizes": result.generalizes,
         "evaluated_us": round(runtime, 2),
-        "evaluated_eager_us": round(float(result["eager_us"]), 2),
+        "evaluated_eager_us": round(float(result.eager_us or 0.0), 2),
         "reference_us": round(measured["reference_event_us"], 2),
         "package_eager_us": round(measured["eager_event_us"], 2),
         "package_compiled_us": round(measured["compiled_event_us"], 2),
@@ -231,12 +234,12 @@ def _row(
     }
 
 
-def _print(row: dict[str, Any], result: dict[str, Any]) -> None:
+def _print(row: dict[str, Any], result: EvalResult) -> None:
     print(
         f"GPU {row['gpu']}; export (evaluation with --shapes) {row['export_s']} s, "
         f"pip install {row['install_s']} s; generalizes: {row['generalizes']}"
     )
-    shapes = result["details"].get("shapes", [])
+    shapes = result.details.shapes or []
     print("sizes: " + ", ".join(f"{s['label']} {s['verdict']}" for s in shapes))
     print(
         "| problem | correct (eager, compiled) | evaluated us | package eager us | "

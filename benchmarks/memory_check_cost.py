@@ -29,14 +29,14 @@ def measure(problem_id: str, path: Path, backend: str, size: str, check: bool) -
     opts = EvalOptions(backend=backend, baselines=("eager",), seed=1234, memory_check=check)
     started = time.monotonic()
     result = evaluate(resolve_problem(problem_id, size), load_solution(path), opts.validate())
-    memory = result.details.get("memory_check") or {}
+    memory = result.details.memory_check or {}
     return {
         "problem": problem_id,
         "memory_check": check,
         "correct": result.correct,
         "flags": result.flags,
         "seconds": round(time.monotonic() - started, 2),
-        "worker_s": result.details.get("timings_s", {}).get("worker"),
+        "worker_s": (result.details.timings_s or {}).get("worker"),
         "check_s": memory.get("seconds"),
         "errors": memory.get("errors"),
         "incomplete": memory.get("incomplete"),

@@ -51,7 +51,7 @@ def options(backend: str) -> Any:
 
 
 def worker_seconds(result: Any) -> float:
-    return float(sum((result.details.get("worker_phases_s") or {}).values()))
+    return float(sum(result.record.worker_phases_s.values())) if result.record else 0.0
 
 
 def run_pool(pool: Any, job: Any, jobs: int) -> dict[str, Any]:

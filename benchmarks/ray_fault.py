@@ -137,9 +137,9 @@ def summarise(
 ) -> int:
     by_id = {r.problem_id: r.result for r in records}
     missing = [p.id for p in problems if p.id not in by_id]
-    correct = sum(bool(r.get("correct")) for r in by_id.values())
-    devices = collections.Counter(str(r["details"].get("pool_device")) for r in by_id.values())
-    retried = {pid: r for pid, r in by_id.items() if r["details"].get("pool_attempts", 1) > 1}
+    correct = sum(r.correct for r in by_id.values())
+    devices = collections.Counter(str(r.details.pool_device) for r in by_id.values())
+    retried = {pid: r for pid, r in by_id.items() if (r.details.pool_attempts or 1) > 1}
     print(f"problems {len(problems)}  results {len(by_id)}  correct {correct}  missing {missing}")
     print(f"pool ready {pool_ready_s:.1f} s, wall {wall_s:.1f} s, jobs per device {dict(devices)}")
     victim = report.get("victim")
@@ -161,11 +161,11 @@ def summarise(
             failures.append(f"processes of the dead actor live on: {left}")
     for pid, result in retried.items():
         print(
-            f"retried {pid}: attempts {result['details']['pool_attempts']}, "
-            f"on {result['details'].get('pool_device')}, correct {result.get('correct')}, "
-            f"speed-up {result.get('speedup_eager')}"
+            f"retried {pid}: attempts {result.details.pool_attempts}, "
+            f"on {result.details.pool_device}, correct {result.correct}, "
+            f"speed-up {result.speedup_eager}"
         )
-        if not result.get("correct"):
+        if not result.correct:
             failures.append(f"the retried job {pid} is not correct")
     if victim is not None and not retried:
         failures.append("the kill caught no job (none was retried)")

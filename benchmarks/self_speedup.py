@@ -61,7 +61,7 @@ def main() -> None:
             start = time.monotonic()
             result = evaluate(problem, load_solution(solution_path), opts)
             wall = time.monotonic() - start
-            phases = result.details.get("worker_phases_s", {})
+            record = result.record
             rows.append(
                 {
                     "problem": name,
@@ -72,8 +72,8 @@ def main() -> None:
                     "runtime_us": result.runtime_us,
                     "eager_us": result.eager_us,
                     "wall_s": round(wall, 2),
-                    "phases_s": phases,
-                    "rounds": (result.details.get("timing") or {}).get("rounds"),
+                    "phases_s": record.worker_phases_s if record is not None else {},
+                    "rounds": ((record.timing if record is not None else None) or {}).get("rounds"),
                     "warnings": result.warnings,
                 }
             )

@@ -57,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--honest", type=int, default=15, help="correct kernels beside it")
     args = parser.parse_args(argv)
 
+    from cuda_agent.core.details import EvalDetails
     from cuda_agent.evaluator.options import EvalOptions
     from cuda_agent.evaluator.pipeline import evaluate
     from cuda_agent.problems.sets import resolve_problem
@@ -106,11 +107,12 @@ def main(argv: list[str] | None = None) -> int:
     print("\n| reply | outcome | flags | budget s | turn wait s | done at s |")
     print("|---|---|---|---|---|---|")
     for name, seconds, score in sorted(done, key=lambda row: row[1]):
-        details = score.result.details if score.result is not None else {}
+        parent = score.result.details if score.result is not None else EvalDetails()
         verdict = verdict_of(score)
+        budget, wait = parent.device_budget_s, parent.turn_wait_s
         print(
             f"| {name} | {verdict.outcome} | {', '.join(verdict.flags) or '-'} | "
-            f"{details.get('device_budget_s', '-')} | {details.get('turn_wait_s', '-')} | "
+            f"{'-' if budget is None else budget} | {'-' if wait is None else wait} | "
             f"{seconds:.1f} |"
         )
     print(f"\n{len(replies)} verdicts with {args.jobs} jobs on one device in {total:.0f} s")

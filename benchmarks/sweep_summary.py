@@ -20,6 +20,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cuda_agent.bench.records import AttemptRecord, read_records
+
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
@@ -37,15 +39,16 @@ def spread(values: list[float]) -> str:
     )
 
 
-def phases(rows: list[dict[str, Any]]) -> str:
+def phases(rows: list[AttemptRecord]) -> str:
     """Worker seconds per phase, summed over ``rows``, and the count of time-capped timings."""
     total: dict[str, float] = collections.defaultdict(float)
     capped = 0
     for r in rows:
-        details = r["result"].get("details") or {}
-        for name, seconds in (details.get("worker_phases_s") or {}).items():
+        record = r.result.record
+        for name, seconds in (record.worker_phases_s if record is not None else {}).items():
             total[name] += float(seconds)
-        capped += (details.get("timing") or {}).get("stop_reason") == "time_cap"
+        timing = (record.timing if record is not None else None) or {}
+        capped += timing.get("stop_reason") == "time_cap"
     spent = ", ".join(f"{name} {seconds:.0f}" for name, seconds in total.items())
     return f"worker s: {spent or '-'}; timings at the time cap: {capped}"
 
@@ -61,14 +64,12 @@ def main() -> None:
     print(f"{'run':<8} {'done':>5} {'ok':>5} {'wall s':>8} {'per min':>8}  self-speed-up spread")
     for run in sorted(root.glob("*/L*")):
         mode, level = run.parent.name, int(run.name[1:])
-        rows = read_jsonl(run / "results.jsonl")
-        ok = [r for r in rows if r["result"].get("correct")]
-        speedups = [r["result"]["speedup_eager"] for r in ok if r["result"].get("speedup_eager")]
+        rows = read_records(run)
+        ok = [r for r in rows if r.correct]
+        speedups = [s for r in ok if (s := r.result.speedup_eager)]
         if mode == "one":
-            ours.update({r["problem_id"]: r["result"]["speedup_eager"] for r in ok})
-        devices = collections.Counter(
-            str(r["result"].get("details", {}).get("pool_device")) for r in rows
-        )
+            ours.update({r.problem_id: s for r in ok if (s := r.result.speedup_eager)})
+        devices = collections.Counter(str(r.result.details.pool_device) for r in rows)
         seconds = wall.get((mode, level), 0.0)
         finished[(mode, level)] = (run / ".done").exists()
         rate = 60 * len(rows) / seconds if seconds else 0.0
@@ -76,16 +77,12 @@ def main() -> None:
             f"{mode}/L{level:<4} {len(rows):>5} {len(ok):>5} {seconds:>8.1f} {rate:>8.1f}  "
             f"{spread(speedups)}  gpus {dict(devices)}{'' if finished[(mode, level)] else ' (cut)'}"
         )
-        retried = [
-            r["problem_id"]
-            for r in rows
-            if (r["result"].get("details") or {}).get("pool_attempts", 1) > 1
-        ]
+        retried = [r.problem_id for r in rows if (r.result.details.pool_attempts or 1) > 1]
         print(f"    {phases(rows)}" + (f"; retried by the pool: {retried}" if retried else ""))
         for r in rows:
-            if not r["result"].get("correct"):
-                error = str((r["result"].get("error") or {}).get("message", ""))[:160]
-                print(f"    not correct: {r['problem_id']}: {error}")
+            if not r.correct:
+                error = (r.result.error.message if r.result.error is not None else "")[:160]
+                print(f"    not correct: {r.problem_id}: {error}")
     both = [lv for lv in (1, 2, 3) if finished.get(("one", lv)) and finished.get(("two", lv))]
     if both:
         one = sum(wall[("one", lv)] for lv in both)

@@ -55,7 +55,7 @@ def summary(spec: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     return {
         "run": Path(folder).name,
         "verdicts": len(found),
-        "correct": sum(bool(r.get("correct")) for r in found.values()),
+        "correct": sum(r.correct for r in found.values()),
         "wall_s": wall,
         "per_hour": round(3600 * len(found) / wall) if wall else None,
         "gpu_busy": busy(rest[0] if rest else ""),

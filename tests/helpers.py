@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cuda_agent.core.hashing import text_hash
-from cuda_agent.core.types import Problem
+from cuda_agent.core.types import EvalResult, Problem
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.worker.protocol import TimingOptions
 
@@ -308,3 +308,9 @@ def cpu_service_thread(socket: Path, spare_depth: int = 1) -> Iterator[EvalServi
         finally:
             running.shutdown()
             thread.join(timeout=10)
+
+
+def verdict(problem_id: str = "p", /, **fields: Any) -> EvalResult:
+    """An ``EvalResult`` from the JSON fields of one (``to_dict``'s form; the rest defaults;
+    a ``problem_id`` among ``fields`` wins)."""
+    return EvalResult.from_dict({"problem_id": problem_id, "backend": "cpu", **fields})

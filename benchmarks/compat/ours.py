@@ -136,9 +136,9 @@ def summary(set_dir: Path, run: str = RUN) -> dict[str, Any]:
     flags: Counter[str] = Counter()
     for record in chosen.values():
         result = record.result
-        error = result.get("error") if isinstance(result.get("error"), dict) else None
-        verdicts["correct" if record.correct else f"rejected at {(error or {}).get('stage')}"] += 1
-        flags.update(str(f).split(":", 1)[0] for f in result.get("flags") or [])
+        stage = result.error.stage if result.error is not None else None
+        verdicts["correct" if record.correct else f"rejected at {stage}"] += 1
+        flags.update(str(f).split(":", 1)[0] for f in result.flags)
     missing = sorted(set(manifest["solutions"]) - set(chosen))
     return {
         "set": set_dir.name,

@@ -193,13 +193,13 @@ def check_verdict(fixture: Fixture, listener: Listener) -> None:
         assert survivors == ""
     if fixture.name == "f_slow_correct_kernel":  # the budget stopped it, not the timeout
         assert "timeout" not in result.flags
-        assert result.details["device_budget_s"] < 120
+        assert result.details.device_budget_s < 120
         assert fast_options(**fixture.options).worker_timeout_s == 600.0
         assert EvalOptions().worker_timeout_s == 600.0  # the default timeout was in force
     if fixture.name == "f_compile_log_flood":
         assert result.error is not None and len(result.error.message) < 5000
     if fixture.name == "f_huge_stdout":
-        assert len(result.details.get("candidate_stdout_tail", "")) < 5000
+        assert len(result.details.candidate_stdout_tail or "") < 5000
 
 
 @pytest.mark.slow

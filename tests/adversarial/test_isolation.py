@@ -81,10 +81,10 @@ def test_writes_outside_fail(
     ]
     monkeypatch.setenv("CA_ADV_TARGETS", ":".join(str(t) for t in targets))
     result = _evaluate(FIXTURES / "c1_write_outside.py")
-    assert result.details["isolation"] != "none"
+    assert result.details.isolation != "none"
     assert not result.correct and "load_failed" in result.flags, result.error
     for target in targets:
-        assert not target.exists(), f"{target} was written under {result.details['isolation']}"
+        assert not target.exists(), f"{target} was written under {result.details.isolation}"
 
 
 @pytest.mark.parametrize("mode", ISOLATED)
@@ -113,7 +113,7 @@ def test_no_connection_leaves(mode: str, cache: Path, monkeypatch: pytest.Monkey
         stop.set()
         thread.join(timeout=2)
         listener.close()
-    assert not accepted, f"a connection left the sandbox ({result.details['isolation']})"
+    assert not accepted, f"a connection left the sandbox ({result.details.isolation})"
     assert not result.correct and "load_failed" in result.flags
 
 
@@ -133,24 +133,24 @@ def test_cached_baselines_and_modules_cannot_be_replaced(
     honest = _honest(tmp_path)
     before = _evaluate(honest, baselines=("eager", "compile"))
     assert before.correct and before.speedup_compile, before.error
-    cached_ratio = before.details["compile_baseline"]["ratio"]
+    cached_ratio = before.details.compile_baseline["ratio"]
     baselines, modules = _baselines(), _modules()
     assert baselines and modules
     for fixture in ("c1_forge_baselines", "c1_replace_module"):
         attacker = _evaluate(FIXTURES / f"{fixture}.py", baselines=("eager", "compile"))
-        assert attacker.details["isolation"] != "none"
+        assert attacker.details.isolation != "none"
         assert _baselines() == baselines, f"{fixture} changed a cached baseline"
         now = _modules()
         assert {k: now.get(k) for k in modules} == modules, f"{fixture} changed a cached module"
         assert attacker.correct and attacker.speedup_compile is not None
         # The forgery multiplies the cached ratio by 20; the speed-up is credited from the
         # ratio the attacker's run used, so compare that, not a noisy CPU timing.
-        used = attacker.details["compile_baseline"]
+        used = attacker.details.compile_baseline
         assert used["ratio"] == cached_ratio, f"{fixture} was credited a forged baseline: {used}"
     after = _evaluate(honest, baselines=("eager", "compile"))
     assert after.correct and after.speedup_compile
-    assert after.details["compile_baseline"] == {
-        **before.details["compile_baseline"],
+    assert after.details.compile_baseline == {
+        **before.details.compile_baseline,
         "cached": True,
     }
 
@@ -170,7 +170,7 @@ def test_unsandboxed_forged_caches_are_caught_by_their_signatures(
     monkeypatch.setenv(ISOLATION_ENV, "none")
     honest = _honest(tmp_path)
     before = _evaluate(honest, baselines=("eager", "compile"), allow_unsandboxed=True)
-    assert before.details["isolation"] == "none"
+    assert before.details.isolation == "none"
     assert before.correct and before.speedup_compile, before.error
     baselines, modules = _baselines(), _modules()
 
@@ -181,9 +181,9 @@ def test_unsandboxed_forged_caches_are_caught_by_their_signatures(
     assert forger.correct and forger.speedup_compile is not None
     # Credited from a fresh measurement, never from the forged (20x) entry: compare the ratio
     # used, not a noisy CPU timing.
-    used = forger.details["compile_baseline"]
+    used = forger.details.compile_baseline
     assert used["cached"] is False, f"the forger was credited its forged baseline: {used}"
-    forged_ratio = 20 * before.details["compile_baseline"]["ratio"]
+    forged_ratio = 20 * before.details.compile_baseline["ratio"]
     assert used["ratio"] != pytest.approx(forged_ratio, rel=1e-6), used
     assert any("integrity check" in w for w in forger.warnings), forger.warnings
 
@@ -197,7 +197,7 @@ def test_unsandboxed_forged_caches_are_caught_by_their_signatures(
     after = _evaluate(honest, baselines=("eager", "compile"), allow_unsandboxed=True)
     assert after.correct, after.error
     assert after.builds[0]["cached"] is False  # rebuilt: the module was replaced
-    assert after.details["compile_baseline"] == {**used, "cached": True}
+    assert after.details.compile_baseline == {**used, "cached": True}
     stored = json.loads(next(iter(baselines_dir().glob("*.json"))).read_text())
     assert stored["ratio"] == pytest.approx(after.compile_us / after.eager_us, rel=1e-6)
 

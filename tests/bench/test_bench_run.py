@@ -45,8 +45,8 @@ def test_local_pool_bench_and_resume(solutions: Path, tmp_path: Path) -> None:
         assert max(pool.busy.values()) == 1  # never two jobs on one device
     by_id = {r.problem_id: r for r in read_records(out)}
     assert all(by_id[pid].correct for pid in IDS[:3])
-    assert by_id["row_sum"].result["error"]["message"] == "no solution for this problem"
-    assert {by_id[pid].result["details"].get("pool_device") for pid in IDS[:3]} <= {"cpu0", "cpu1"}
+    assert by_id["row_sum"].result.error.message == "no solution for this problem"
+    assert {by_id[pid].result.details.pool_device for pid in IDS[:3]} <= {"cpu0", "cpu1"}
     assert json.loads((out / "run.json").read_text())["jobs_per_device"] == 1
 
     lines = (out / RESULTS_FILE).read_text().splitlines()
@@ -71,7 +71,7 @@ def test_ray_pool_bench(solutions: Path, tmp_path: Path) -> None:
 
         ray.shutdown()
     assert len(records) == 3 and all(r.correct for r in records)
-    assert all(":cpu" in r.result["details"]["pool_device"] for r in records)
+    assert all(":cpu" in str(r.result.details.pool_device) for r in records)
 
 
 def test_cli_bench_run_and_report(solutions: Path, tmp_path: Path) -> None:

@@ -7,12 +7,13 @@ import sys
 from pathlib import Path
 
 from cuda_agent.bench.records import AttemptRecord, append_record, isolation_summary
+from tests.helpers import verdict
 
 
 def _record(pid: str, isolation: str | None) -> AttemptRecord:
     details = {"isolation": isolation} if isolation else {}
     result = {"correct": True, "speedup_eager": 1.0, "details": details}
-    return AttemptRecord(pid, 1, 0, "solutions", result)
+    return AttemptRecord(pid, 1, 0, "solutions", verdict(pid, **result))
 
 
 def test_summary_names_unsandboxed_runs_first() -> None:

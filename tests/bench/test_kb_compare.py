@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from cuda_agent.bench.kb_results import (
     tolerance_key,
 )
 from cuda_agent.bench.records import AttemptRecord, append_record, chosen_attempts
+from cuda_agent.core.details import EvalDetails
 from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.core.records import StageError
 from cuda_agent.core.types import EvalResult
@@ -41,7 +43,7 @@ def _result(correct: bool, flags: list[str] = (), error: tuple[str, str] | None 
     result = EvalResult(problem_id="p", backend="cpu", correct=correct, compiled=True, **kw)
     result.flags = list(flags)
     result.error = StageError(*error) if error else None
-    return result.to_dict()
+    return result
 
 
 def _kb_sample(compiled: bool, correct: bool, **metadata: Any) -> dict[str, Any]:
@@ -102,8 +104,10 @@ def _run(tmp_path: Path, problem_flags: dict[str, list[str] | None] | None = Non
     run = tmp_path / "run"
     run.mkdir()
     for pid, (result, _) in CASES.items():
-        result = dict(result, problem_flags=(problem_flags or {}).get(pid, []))
-        append_record(run, AttemptRecord(pid, 1, 0, "solutions", result))
+        flags = (problem_flags or {}).get(pid, [])
+        append_record(
+            run, AttemptRecord(pid, 1, 0, "solutions", replace(result, problem_flags=flags))
+        )
     return run
 
 
@@ -183,7 +187,7 @@ def test_disagreements_get_named_reason_classes(tmp_path: Path) -> None:
 def test_plain_pytorch_and_fallback_are_told_apart() -> None:
     plain = _result(False, ["no_custom_kernel"], ("verify", "ModelNew.forward called no custom"))
     assert our_reason(plain) == "no custom kernel ran"
-    failed = dict(plain, details={"builds": [{"ok": False, "error": "x"}]})
+    failed = replace(plain, details=EvalDetails(builds=[{"ok": False, "error": "x"}]))
     assert our_reason(failed) == "fallback to PyTorch after a failed build"
     stock_failed = TheirVerdict(True, True, stock_build="failed")
     assert our_reason(plain, stock_failed) == "fallback to PyTorch after a failed build"

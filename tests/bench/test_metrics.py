@@ -7,6 +7,7 @@ import pytest
 from cuda_agent.bench.metrics import compute_metrics, geomean
 from cuda_agent.bench.paper import paper_metrics
 from cuda_agent.bench.records import AttemptRecord, chosen_attempts
+from tests.helpers import verdict
 
 
 def rec(
@@ -24,7 +25,7 @@ def rec(
         "speedup_compile": compile_ if correct else None,
         "reward": reward if correct else -1.0,
     }
-    return AttemptRecord(pid, level, attempt, "solutions", result)
+    return AttemptRecord(pid, level, attempt, "solutions", verdict(pid, **result))
 
 
 RECORDS = [
@@ -76,7 +77,7 @@ def test_paper_table_row() -> None:
 
 
 def _flagged(record: AttemptRecord, flags: list[str] | None) -> AttemptRecord:
-    record.result["problem_flags"] = flags
+    record.result.problem_flags = flags
     return record
 
 

@@ -17,8 +17,7 @@ import pytest
 from cuda_agent.bench.paper import paper_metrics
 from cuda_agent.bench.records import AttemptRecord, append_record, write_run_info
 from cuda_agent.bench.report import render_html, trajectory_anchor, write_html
-from cuda_agent.core.records import StageError
-from cuda_agent.core.types import EvalResult
+from tests.helpers import verdict
 
 MALICIOUS = "<script>alert(1)</script>"
 COMPILER_ERROR = 'kernel.cu(12): error: identifier "undefined_thing" is undefined'
@@ -27,14 +26,13 @@ TRAJ = "episodes/L1_matmul/trajectory.jsonl"
 
 def _result(problem: str, correct: bool, **fields: Any) -> dict[str, Any]:
     error = fields.pop("error", None)
-    result = EvalResult(problem_id=problem, backend="cpu", correct=correct, **fields)
-    result.error = StageError(*error) if error else None
-    return result.to_dict()
+    stage_error = {"stage": error[0], "message": error[1]} if error else None
+    return verdict(problem, correct=correct, error=stage_error, **fields).to_dict()
 
 
 def _record(problem: str, level: int | None, attempt: int, result: dict[str, Any], **kw: Any):
     source = kw.pop("source", "solutions")
-    return AttemptRecord(problem, level, attempt, source, result, **kw)
+    return AttemptRecord(problem, level, attempt, source, verdict(problem, **result), **kw)
 
 
 def _events() -> list[dict[str, Any]]:

@@ -19,13 +19,15 @@ from cuda_agent.bench.records import AttemptRecord, append_record
 from cuda_agent.bench.report import render_html, render_page
 from cuda_agent.bench.report_data import Distribution, distribution, log2_bins, report_data
 from cuda_agent.bench.report_plots import histogram_svg
+from cuda_agent.core.types import EvalResult
+from tests.helpers import verdict
 
 REPO = Path(__file__).resolve().parents[2]
 ODD_ID = "odd\"id'<i>"
 
 
-def _result(correct: bool, **fields: Any) -> dict[str, Any]:
-    return {"correct": correct, "compiled": True, **fields}
+def _result(correct: bool, **fields: Any) -> EvalResult:
+    return verdict("p", correct=correct, compiled=True, **fields)
 
 
 def _run(tmp_path: Path) -> Path:

@@ -27,6 +27,7 @@ from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.core.records import StageError
 from cuda_agent.core.types import EvalResult
 from cuda_agent.problems.sets import load_problem_set
+from tests.helpers import verdict
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -414,7 +415,9 @@ def test_table_gives_agreement_at_each_tolerance_and_names_the_new_classes(
     }
     (set_dir / "ours").mkdir()
     for pid, result in ours.items():
-        append_record(set_dir / "ours", AttemptRecord(pid, 1, 0, "solutions", result))
+        append_record(
+            set_dir / "ours", AttemptRecord(pid, 1, 0, "solutions", verdict(pid, **result))
+        )
     both = {"tolerance": 0.01, "tolerances": [0.01, 0.0001], "stock_build": "none"}
     theirs = [
         {"id": "L1_1_ReLU", "compiled": True, "correctness": True, **both}
@@ -472,7 +475,9 @@ def test_table_joins_both_sides_per_set(corpus: Path, kb: Path, tmp_path: Path) 
     }
     (set_dir / "ours").mkdir()
     for pid, result in ours.items():
-        append_record(set_dir / "ours", AttemptRecord(pid, 1, 0, "solutions", result))
+        append_record(
+            set_dir / "ours", AttemptRecord(pid, 1, 0, "solutions", verdict(pid, **result))
+        )
     theirs = [
         {"id": "L1_1_ReLU", "compiled": True, "correctness": True, "stock_build": "none"},
         {"id": "L1_2_Scale", "compiled": True, "correctness": True, "stock_build": "none"},

@@ -11,14 +11,16 @@ from pathlib import Path
 import pytest
 from benchmarks.verdict_rate import main
 
+from cuda_agent.bench.records import AttemptRecord, append_record
+from tests.helpers import verdict
+
 
 def _run(folder: Path, verdicts: dict[str, bool]) -> str:
     folder.mkdir()
-    rows = [
-        {"problem_id": pid, "result": {"correct": ok, "error": None if ok else {"stage": "verify"}}}
-        for pid, ok in verdicts.items()
-    ]
-    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for pid, ok in verdicts.items():
+        error = None if ok else {"stage": "verify", "message": "outputs differ"}
+        result = verdict(pid, correct=ok, error=error)
+        append_record(folder, AttemptRecord(pid, 1, 0, "solutions", result))
     return str(folder)
 
 

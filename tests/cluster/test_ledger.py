@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from cuda_agent.cluster.ledger import DeviceLedger, describe, utilization
+from tests.helpers import verdict
 
 
 def test_overlapping_holds_of_one_device_count_once() -> None:
@@ -27,7 +28,7 @@ def test_overlapping_holds_of_one_device_count_once() -> None:
         },
         {"details": {"timings_s": {"static": 0.1, "build": 1.0}}},
     ]
-    figures = utilization(ledger, ["0", "1"], 20.0, results)
+    figures = utilization(ledger, ["0", "1"], 20.0, [verdict(**r) for r in results])
     assert figures["device_held_s"] == 17.0  # 15 on device 0 (10-25), 2 on device 1
     assert figures["device_held_fraction"] == round(17.0 / 40.0, 4)
     assert figures["device_work_s"] == 7.0 and figures["device_work_fraction"] == round(7 / 40, 4)
@@ -64,6 +65,6 @@ def test_memory_checks_are_counted_and_their_phases_summed() -> None:
         {"details": {"memory_check": {**checked, "cached": True, "phases_s": {}}}},
         {"details": {"timings_s": {"static": 0.1}}},  # no check: a failed candidate
     ]
-    figures = utilization(None, ["0"], 10.0, results)
+    figures = utilization(None, ["0"], 10.0, [verdict(**r) for r in results])
     assert figures["memory_checks"] == {"ran": 2, "cached": 1, "own_kernels": 2}
     assert figures["memory_check_phases_s"] == {"checked_forward": 1.0, "start": 8.0}

@@ -122,7 +122,7 @@ def test_a_killed_actor_is_replaced_and_the_job_retried(pool, how: str, tmp_path
     killer.join(timeout=5)
     assert len(victims) == 1, victims  # the hung evaluation process
     assert result.correct, result.error
-    assert result.details["pool_attempts"] == 2
+    assert result.details.pool_attempts == 2
     assert pool.actor_restarts == restarts + 1
     assert pool.actor_failures[-1] == "relu"
     assert pool.actor_where(0)["pid"] != first_pid
@@ -131,7 +131,7 @@ def test_a_killed_actor_is_replaced_and_the_job_retried(pool, how: str, tmp_path
         time.sleep(0.5)
     assert not any(alive(p) for p in victims), "the dead actor's evaluation process lives on"
     again = pool.submit(EvalJob(problem, solution, options)).result(timeout=600)
-    assert again.correct and again.details["pool_attempts"] == 1
+    assert again.correct and again.details.pool_attempts == 1
 
 
 def test_actors_that_cannot_start_are_a_clear_error(pool) -> None:

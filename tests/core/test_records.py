@@ -9,6 +9,7 @@ from typing import get_type_hints
 
 import pytest
 
+from cuda_agent.core.details import EvalDetails
 from cuda_agent.core.records import (
     RECORDS,
     EvaluationRecord,
@@ -80,12 +81,12 @@ def test_the_result_json_shows_the_parents_details_beside_the_record() -> None:
         problem_id="relu",
         backend="cpu",
         record=record,
-        details={
-            "seed": 3,
-            "builds": [{"module": "in_parent"}],
-            "notes": ["memory_check_incomplete"],
-            "profile": {"ncu": {"kernels": []}},
-        },
+        details=EvalDetails(
+            seed=3,
+            builds=[{"module": "in_parent"}],
+            notes=["memory_check_incomplete"],
+            ncu_profile={"kernels": []},
+        ),
     )
     shown = result.to_dict()
     assert "record" not in shown
@@ -100,4 +101,6 @@ def test_the_result_json_shows_the_parents_details_beside_the_record() -> None:
     again = EvalResult.from_dict(json.loads(json.dumps(shown)))
     assert again.to_dict() == shown
     assert again.record is not None and again.record.timing == {"rounds": 10}
-    assert "timing" not in again.details  # the record's part lives in the record only
+    assert "timing" not in again.details.to_dict()  # the record's part lives in the record only
+    assert again.details.ncu_profile == {"kernels": []}
+    assert again.record.profile == {"candidate": {"kernels": 1}}  # the parent's part apart

@@ -126,21 +126,21 @@ def test_a_candidate_past_its_budget_is_stopped_and_named(tmp_path: Path) -> Non
     message = result.error.message
     assert "budget of 3 s" in message and "stopped during verify" in message, message
     assert "reference's call takes" in message
-    assert result.details["device_budget_s"] == 3.0
-    assert result.details["reference_call_s"] > 0
+    assert result.details.device_budget_s == 3.0
+    assert result.details.reference_call_s > 0
 
 
 def test_an_honest_candidate_records_its_armed_budget(tmp_path: Path) -> None:
     result = run(tmp_path, "return ops.relu_ok(x)")
     assert result.correct and result.flags == [], (result.error, result.flags)
-    assert BASE_S <= result.details["device_budget_s"] < 120
-    assert result.details["reference_call_s"] > 0
+    assert BASE_S <= result.details.device_budget_s < 120
+    assert result.details.reference_call_s > 0
 
 
 def test_with_the_budget_off_none_is_armed(tmp_path: Path) -> None:
     result = run(tmp_path, "return ops.relu_ok(x)", device_budget="off")
     assert result.correct
-    assert "device_budget_s" not in result.details
+    assert result.details.device_budget_s is None
 
 
 @pytest.mark.parametrize("command", [["eval", "relu", "nowhere.py"], ["bench", "run"]])
@@ -203,5 +203,5 @@ def test_a_wait_for_the_device_turn_spends_none_of_the_budget(tmp_path: Path) ->
             other_job.close()
         result = future.result(timeout=300)
     assert result.correct and result.flags == [], (result.error, result.flags)
-    assert result.details["device_budget_s"] == WAIT_BUDGET_S
-    assert result.details["turn_wait_s"] > WAIT_BUDGET_S
+    assert result.details.device_budget_s == WAIT_BUDGET_S
+    assert result.details.turn_wait_s > WAIT_BUDGET_S

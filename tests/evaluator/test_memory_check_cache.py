@@ -191,7 +191,7 @@ def test_an_entry_signed_with_another_key_reads_as_none(
 
 
 def answer(result: Any) -> dict[str, Any]:
-    check = result.details["memory_check"]
+    check = result.details.memory_check
     return {k: check[k] for k in ("tool", "scope", "errors", "findings", "output_ok")}
 
 
@@ -206,19 +206,19 @@ def test_a_repeated_solution_is_answered_from_the_cache(answers_only: Path) -> N
     candidate = load_solution(EXAMPLE_CPU)
     first = evaluate(problem, candidate, fast_options(memory_check=True))
     assert first.correct, (first.error, first.flags)
-    assert first.details["memory_check"]["ran"] and not first.details["memory_check"]["cached"]
+    assert first.details.memory_check["ran"] and not first.details.memory_check["cached"]
     assert answer(first)["errors"] == 0 and answer(first)["output_ok"] is True
 
     second = evaluate(problem, candidate, fast_options(memory_check=True))
-    assert second.details["memory_check"]["cached"] is True
+    assert second.details.memory_check["cached"] is True
     assert verdict(second) == verdict(first)
     assert answer(second) == answer(first)
 
     again = evaluate(
         problem, candidate, fast_options(memory_check=True, use_memory_check_cache=False)
     )
-    assert again.details["memory_check"]["cached"] is False
-    assert again.details["memory_check"]["ran"] is True
+    assert again.details.memory_check["cached"] is False
+    assert again.details.memory_check["ran"] is True
     assert verdict(again) == verdict(first)
     assert answer(again) == answer(first)
     assert len(list(memory_checks_dir().iterdir())) == 1
@@ -229,10 +229,10 @@ def test_a_repeated_finding_rejects_again_from_the_cache(answers_only: Path) -> 
     problem = resolve_problem("relu", "small")
     candidate = load_solution(FIXTURES / "m1_read_past_end.py")
     first = evaluate(problem, candidate, fast_options(memory_check=True))
-    assert not first.details["memory_check"]["cached"]
+    assert not first.details.memory_check["cached"]
     assert "memory_error:access" in first.flags and not first.correct
     second = evaluate(problem, candidate, fast_options(memory_check=True))
-    assert second.details["memory_check"]["cached"] is True
+    assert second.details.memory_check["cached"] is True
     assert verdict(second) == verdict(first)
     assert answer(second) == answer(first)
     assert second.error is not None and first.error is not None

@@ -7,6 +7,8 @@ never written (``memory_error:uninitialized``). The worker's side runs in the M 
 from __future__ import annotations
 
 from cuda_agent.bench.agreement import our_reason
+from cuda_agent.core.records import StageError
+from cuda_agent.core.types import EvalResult
 from cuda_agent.evaluator.memory_check import MemoryCheck
 
 MISMATCH = "max abs diff 0.32 at [0, 0, 3]"
@@ -28,8 +30,10 @@ def test_wrong_on_verifications_inputs_too_is_an_uninitialised_read() -> None:
 
 
 def test_the_agreement_table_names_the_new_flags() -> None:
-    def verdict(flag: str, stage: str = "memory") -> dict[str, object]:
-        return {"correct": False, "flags": [flag], "error": {"stage": stage, "message": ""}}
+    def verdict(flag: str, stage: str = "memory") -> EvalResult:
+        result = EvalResult(problem_id="p", backend="cpu", flags=[flag])
+        result.error = StageError(stage, "")
+        return result
 
     assert our_reason(verdict("output_mismatch:check_seed")) == (
         "wrong on the memory check's own seed"

@@ -120,7 +120,7 @@ def test_workdir_solution_and_build_cache() -> None:
     workdir = examples_root() / "bias_gelu_scale" / "cpu"
     first = run(workdir, problem="bias_gelu_scale")
     assert first.correct, first.error
-    assert first.details["solution_kind"] == "workdir"
+    assert first.details.solution_kind == "workdir"
     second = run(workdir, problem="bias_gelu_scale")
     assert second.correct
     (build,) = [b for b in second.builds if b["module"] == "cuda_extension"][:1]

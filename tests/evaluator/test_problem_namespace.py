@@ -88,7 +88,7 @@ def test_strict_names_the_name_the_solution_took_from_the_problem(tmp_path: Path
     assert "NameError" in message and "`Model` is defined by the problem's file" in message
     assert "kernelbench policy" in message
     # and a disagreement with KernelBench over it has its name in the agreement table
-    assert our_reason(result.to_dict()).startswith("a name taken from the problem's file")
+    assert our_reason(result).startswith("a name taken from the problem's file")
     result = judge(tmp_path, GLOBAL_IN_FORWARD, "strict")
     assert result.flags == ["forward_raised"], (result.flags, result.error)
     assert result.error is not None and "`batch_size` is defined by the problem's file" in (

@@ -45,7 +45,7 @@ def test_evaluations_go_through_the_service_and_reuse_warm_workers(service: Eval
     second = evaluate_remote(problem, solution, fast_options())
     assert first is not None and second is not None
     assert first.correct and second.correct, (first.error, second.error)
-    assert first.details["service"]["served"] == 1 and second.details["service"]["served"] == 2
+    assert first.details.service["served"] == 1 and second.details.service["served"] == 2
     assert "verify" in stages and "build" in stages
 
 
@@ -64,7 +64,7 @@ def test_a_ready_spare_is_reported_and_taken_without_waiting(service: EvalServic
     solution = load_solution(examples_root() / "relu" / "cpu.py")
     result = evaluate_remote(problem, solution, fast_options())
     assert result is not None and result.correct, result and result.error
-    assert result.details["worker_start"] == {"source": "spare", "ready_after_s": 0.0}
+    assert result.details.worker_start == {"source": "spare", "ready_after_s": 0.0}
 
 
 def test_a_fresh_worker_reports_its_start_up(tmp_path: Path) -> None:
@@ -75,9 +75,9 @@ def test_a_fresh_worker_reports_its_start_up(tmp_path: Path) -> None:
     solution = load_solution(examples_root() / "relu" / "cpu.py")
     result = evaluate(problem, solution, fast_options(keep_spare_worker=False))
     assert result.correct, result.error
-    start = result.details["worker_start"]
+    start = result.details.worker_start
     assert start["source"] == "fresh"
-    assert 0.0 < start["ready_after_s"] < result.details["timings_s"]["worker"], start
+    assert 0.0 < start["ready_after_s"] < result.details.timings_s["worker"], start
 
 
 def test_a_client_without_the_key_is_refused(service: EvalService) -> None:

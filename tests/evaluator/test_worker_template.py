@@ -49,8 +49,8 @@ def test_a_forked_worker_gives_the_verdict_under_the_same_isolation(confine: str
     problem, solution = _relu()
     forked = evaluate(problem, solution, fast_options())  # type: ignore[arg-type]
     assert forked.correct and forked.flags == [], forked.error
-    assert forked.details["isolation"] == confine
-    assert forked.details["worker_start"]["ready_after_s"] is not None
+    assert forked.details.isolation == confine
+    assert forked.details.worker_start["ready_after_s"] is not None
 
 
 def test_the_template_forks_confined_workers_in_their_own_groups(

@@ -18,7 +18,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def verdicts(result: EvalResult) -> dict[str, str]:
-    return {s["label"]: s["verdict"] for s in result.details["shapes"]}
+    return {s["label"]: s["verdict"] for s in result.details.shapes}
 
 
 @pytest.mark.slow
@@ -39,12 +39,12 @@ def test_hard_coded_size_fails_larger_sizes() -> None:
         "dim=2048": "fail",
         "dim=127": "pass",
     }
-    failed = [s for s in result.details["shapes"] if s["verdict"] == "fail"]
+    failed = [s for s in result.details.shapes if s["verdict"] == "fail"]
     assert all(s["error"].startswith("verify: trial 1 of 5: output") for s in failed)
     assert failed[0]["sizes"] == {"batch_size": 32, "dim": 1024}
     assert failed[0]["inputs"] == [{"shape": [32, 1024], "dtype": "float32"}]
     assert result.reward >= 1  # never part of the reward unless asked
-    assert result.details["timings_s"]["shapes"] > 0
+    assert result.details.timings_s["shapes"] > 0
 
 
 @pytest.mark.slow

@@ -194,7 +194,7 @@ def test_a_subclass_of_the_problems_model_on_the_gpu(tmp_path: Path, policy: str
         return
     assert result.error is not None and result.error.stage == "load", result.error
     assert "`Model` is defined by the problem's file" in result.error.message
-    assert our_reason(result.to_dict()).startswith("a name taken from the problem's file")
+    assert our_reason(result).startswith("a name taken from the problem's file")
 
 
 def test_rebinding_the_problems_model_on_the_gpu_fools_nothing(tmp_path: Path) -> None:

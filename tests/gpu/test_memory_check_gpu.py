@@ -191,7 +191,7 @@ def _sanitizer_here() -> None:
 def test_an_honest_kernel_passes_the_memory_check(tmp_path: Path) -> None:
     result = evaluate_kernel(tmp_path, "exact", use_memory_check_cache=False)
     assert result.correct, result.error
-    check = result.details["memory_check"]
+    check = result.details.memory_check
     assert check["ran"] and check["errors"] == 0 and check["output_ok"] is True
     assert check["incomplete"] is None and not check["cached"]
     # only the candidate's own kernels were instrumented: the extension's names were read
@@ -202,7 +202,7 @@ def test_an_honest_kernel_passes_the_memory_check(tmp_path: Path) -> None:
 def test_a_repeated_check_is_answered_from_the_cache(tmp_path: Path) -> None:
     first = evaluate_kernel(tmp_path, "read_past_end")
     again = evaluate_kernel(tmp_path, "read_past_end")
-    assert again.details["memory_check"]["cached"], again.details["memory_check"]
+    assert again.details.memory_check["cached"], again.details.memory_check
     assert again.flags == first.flags and "memory_error:access" in again.flags
 
 
@@ -222,7 +222,7 @@ def test_an_access_past_the_end_is_a_memory_error(tmp_path: Path, kernel: str, p
     assert not result.correct and result.reward == -1
     assert "memory_error:access" in result.flags, (result.flags, result.error)
     assert result.error is not None and result.error.stage == "memory"
-    assert result.details["memory_check"]["errors"] > 0
+    assert result.details.memory_check["errors"] > 0
 
 
 def test_a_read_of_memory_never_written_is_a_memory_error(tmp_path: Path) -> None:
@@ -258,7 +258,7 @@ def test_a_read_that_reaches_the_output_is_caught_by_the_guarded_trial(
 def test_an_honest_triton_kernel_passes_the_memory_check(tmp_path: Path) -> None:
     result = evaluate_triton(tmp_path, "exact", use_memory_check_cache=False)
     assert result.correct, (result.flags, result.error)
-    check = result.details["memory_check"]
+    check = result.details.memory_check
     assert check["errors"] == 0 and check["output_ok"] is True and check["incomplete"] is None
     assert check["scope"].startswith("own kernels"), check["scope"]
     assert any("relu_kernel" in name for name in result.record.kernel_symbols)

@@ -26,7 +26,7 @@ from cuda_agent.bench.run import AgentSpec, run_agent
 from cuda_agent.cluster.local import LocalPool
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.rl.rft import RFT_FILE, STATS_FILE, RFTRules, build_rft_dataset, judge_trajectory
-from tests.helpers import fast_options
+from tests.helpers import fast_options, verdict
 
 
 def read(path: str) -> dict[str, Any]:
@@ -145,7 +145,7 @@ def bench_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     problem = resolve_problem(DEMO_PROBLEM, "small")
     with LocalPool("cpu") as pool:
         records = run_agent([problem], spec, pool, fast_options(), out)
-    assert len(records) == 1 and records[0].correct and records[0].result["reward"] >= 1
+    assert len(records) == 1 and records[0].correct and records[0].result.reward >= 1
     return out
 
 
@@ -155,7 +155,7 @@ def test_a_solved_episode_is_kept_with_its_whole_transcript(bench_run: Path) -> 
     assert record.trajectory is not None
     events = read_events(bench_run / record.trajectory)
     script = demo_script("cpu")
-    verdict = judge_trajectory(events, record.result["reward"], RFTRules())
+    verdict = judge_trajectory(events, record.result.reward, RFTRules())
     assert verdict.kept, verdict.reasons
     assert verdict.turns == len(script)
     assert verdict.tool_calls == sum(len(t.get("tool_calls", [])) for t in script)
@@ -196,7 +196,9 @@ def test_build_rft_dataset_over_a_run_folder(bench_run: Path, tmp_path: Path) ->
     def plant(attempt: int, result: dict[str, Any], trajectory: str | None) -> None:
         append_record(
             run,
-            AttemptRecord(DEMO_PROBLEM, level, attempt, "agent", result, trajectory=trajectory),
+            AttemptRecord(
+                DEMO_PROBLEM, level, attempt, "agent", verdict(**result), trajectory=trajectory
+            ),
         )
 
     solved = {"correct": True, "reward": 1.0}
@@ -239,7 +241,7 @@ def test_build_rft_dataset_over_a_run_folder(bench_run: Path, tmp_path: Path) ->
     assert [(r["problem_id"], r["attempt"]) for r in rows] == [(DEMO_PROBLEM, 0), (DEMO_PROBLEM, 1)]
     transcript = load_messages(read_events(run / real.trajectory))
     assert all(r["messages"] == transcript for r in rows)
-    assert rows[0]["reward"] == real.result["reward"] and rows[1]["reward"] == 1.0
+    assert rows[0]["reward"] == real.result.reward and rows[1]["reward"] == 1.0
     assert "tools" not in rows[0]  # the start event does not record the tool schemas
     assert rows[0]["trajectory"] == real.trajectory and rows[0]["run"] == str(run)
 

@@ -39,6 +39,7 @@ from cuda_agent.bench.kb_results import (
     their_verdicts,
 )
 from cuda_agent.bench.records import RESULTS_FILE, AttemptRecord, chosen_attempts
+from cuda_agent.core.types import EvalResult
 
 UNCLASSIFIED = "unclassified"
 FALSE_BUILD_FAILURE = "false build failure"
@@ -154,7 +155,7 @@ class Row:
     level: int | None
     outcome: str  # agree_correct, agree_rejected, ours_only, theirs_only, missing_*
     theirs: TheirVerdict | None = None
-    ours: dict[str, Any] | None = None
+    ours: EvalResult | None = None
     reason: str | None = None
     detail: str = ""
     our_flags: list[str] = field(default_factory=list)
@@ -167,10 +168,9 @@ class Row:
     def our_label(self) -> str:
         if self.ours is None:
             return "-"
-        if self.ours.get("correct"):
+        if self.ours.correct:
             return "correct"
-        error = self.ours.get("error")
-        stage = error.get("stage") if isinstance(error, dict) else None
+        stage = self.ours.error.stage if self.ours.error is not None else None
         return f"rejected ({stage})" if stage else "rejected"
 
     def to_dict(self) -> dict[str, Any]:
@@ -294,16 +294,15 @@ def summarise(rows: list[Row]) -> dict[str, Any]:
     }
 
 
-def our_reason(result: dict[str, Any], theirs: TheirVerdict | None = None) -> str:
+def our_reason(result: EvalResult, theirs: TheirVerdict | None = None) -> str:
     """The reason class of our rejection of a solution KernelBench accepted (``theirs``
     tells whether stock torch built the solution's extension, where known)."""
-    error = _as_dict(result.get("error"))
-    builds = _as_dict(result.get("details")).get("builds")
+    error = result.error
     ours = _Ours(
-        flags=[str(f) for f in result.get("flags") or []],
-        stage=str(error.get("stage") or ""),
-        message=str(error.get("message") or ""),
-        builds=builds if isinstance(builds, list) else [],
+        flags=list(result.flags),
+        stage=error.stage if error is not None else "",
+        message=error.message if error is not None else "",
+        builds=result.builds,
         stock_build=theirs.stock_build if theirs is not None else None,
     )
     return next((name for name, test in OUR_REASONS if test(ours)), UNCLASSIFIED)
@@ -324,7 +323,7 @@ def _row(
     ours = record.result if record is not None else None
     row = Row(pid, record.level if record is not None else None, "", theirs, ours)
     if record is not None:
-        row.our_flags = [str(f) for f in record.result.get("flags") or []]
+        row.our_flags = list(record.result.flags)
         row.problem_flags = record.problem_flags
     theirs_at: bool | None = None  # their verdict at the tolerance compared; None: none there
     if theirs is not None:
@@ -332,15 +331,14 @@ def _row(
     if ours is None or theirs is None or theirs_at is None:
         row.outcome = "missing_ours" if ours is None else "missing_theirs"
         return row
-    ours_ok, theirs_ok = bool(ours.get("correct")), theirs_at
+    ours_ok, theirs_ok = ours.correct, theirs_at
     if ours_ok == theirs_ok:
         row.outcome = "agree_correct" if ours_ok else "agree_rejected"
         if not ours_ok and our_reason(ours, theirs) == FALSE_BUILD_FAILURE:
             row.reason = FALSE_BUILD_FAILURE  # both reject, but stock torch built it
     elif theirs_ok:
         row.outcome, row.reason = "theirs_only", our_reason(ours, theirs)
-        error = _as_dict(ours.get("error"))
-        row.detail = _short(str(error.get("message") or ""))
+        row.detail = _short(ours.error.message if ours.error is not None else "")
     elif at is not None and theirs.correct:  # they reject only at this (stricter) tolerance
         row.outcome, row.reason = "ours_only", tolerance_reason(at)
         difference = (theirs.max_difference_at or {}).get(at)
@@ -362,10 +360,6 @@ def _order(pid: str, chosen: dict[str, AttemptRecord]) -> tuple[int, int, str]:
     level = record.level if record is not None and record.level is not None else id_level
     last = 1 << 20
     return (last if level is None else level, last if number is None else number, pid)
-
-
-def _as_dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def _short(text: str) -> str:

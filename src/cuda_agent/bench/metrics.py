@@ -57,9 +57,9 @@ def _by_level(records: list[AttemptRecord]) -> dict[str, Any]:
 def summarise(records: list[AttemptRecord]) -> dict[str, Any]:
     n = len(records)
     correct = [r for r in records if r.correct]
-    eager = [r.result["speedup_eager"] for r in correct if r.result.get("speedup_eager")]
-    compiled = [r.result["speedup_compile"] for r in correct if r.result.get("speedup_compile")]
-    rewards = [_number(r.result.get("reward"), -1.0) for r in records]
+    eager = [s for r in correct if (s := r.result.speedup_eager)]
+    compiled = [s for r in correct if (s := r.result.speedup_compile)]
+    rewards = [_number(r.result.reward, -1.0) for r in records]
     return {
         "n": n,
         "pass_rate": _rate(len(correct), n),
@@ -82,7 +82,7 @@ def geomean(values: list[float]) -> float | None:
 def _beats(record: AttemptRecord, p: float) -> bool:
     if p == 0.0:
         return True
-    speedup = record.result.get("speedup_eager")
+    speedup = record.result.speedup_eager
     return speedup is not None and speedup > p
 
 

@@ -1,7 +1,8 @@
 """The run folder's records: one JSON line per finished attempt in ``results.jsonl``.
 
 A record holds the problem's id and level, the attempt number, where the solution came from,
-the evaluation (``EvalResult.to_dict()``), the trajectory file of an agent attempt (relative to
+the evaluation (``EvalResult.to_dict()`` on disk, an ``EvalResult`` in memory: parsed once, where
+the line is read), the trajectory file of an agent attempt (relative to
 the run folder) and the wall time. Records are appended as attempts finish, so a crash loses
 nothing and a rerun skips what is done. Per problem, the *chosen* attempt is the best correct
 one (highest speed-up vs torch.compile, then vs eager), as the paper reports the best solution.
@@ -19,11 +20,12 @@ import os
 import threading
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from cuda_agent.core.jsonl import append_line, read_lines
+from cuda_agent.core.types import EvalResult
 
 RESULTS_FILE = "results.jsonl"
 RUN_FILE = "run.json"
@@ -37,7 +39,7 @@ class AttemptRecord:
     level: int | None
     attempt: int
     source: str  # "solutions" or "agent"
-    result: dict[str, Any]
+    result: EvalResult
     solution: str | None = None
     trajectory: str | None = None
     wall_s: float = 0.0
@@ -45,29 +47,41 @@ class AttemptRecord:
 
     @property
     def correct(self) -> bool:
-        return bool(self.result.get("correct"))
+        return self.result.correct
 
     @property
     def problem_flags(self) -> list[str] | None:
         """The problem's task lint findings (``[]``: clean), or None where not known."""
-        flags = self.result.get("problem_flags")
-        return [str(f) for f in flags] if isinstance(flags, list) else None
+        return self.result.problem_flags
 
     def rank(self) -> tuple[bool, float, float]:
         r = self.result
-        return (self.correct, r.get("speedup_compile") or 0.0, r.get("speedup_eager") or 0.0)
+        return (self.correct, r.speedup_compile or 0.0, r.speedup_eager or 0.0)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record's line in ``results.jsonl``."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {**out, "result": self.result.to_dict()}
+
+    @classmethod
+    def from_dict(cls, row: dict[str, Any]) -> AttemptRecord:
+        """A line of ``results.jsonl``; TypeError or KeyError where it is not a record."""
+        result = row["result"]
+        if not isinstance(result, dict):
+            raise TypeError("the record's result is not an object")
+        return cls(**{**row, "result": EvalResult.from_dict(result)})
 
 
 def append_record(run_dir: Path, record: AttemptRecord) -> None:
-    append_line(run_dir / RESULTS_FILE, asdict(record))
+    append_line(run_dir / RESULTS_FILE, record.to_dict())
 
 
 def read_records(run_dir: Path) -> list[AttemptRecord]:
     records = []
     for row in read_lines(run_dir / RESULTS_FILE):
         try:
-            records.append(AttemptRecord(**row))
-        except TypeError:
+            records.append(AttemptRecord.from_dict(row))
+        except (TypeError, KeyError):
             continue  # not a record of ours: that attempt is simply run again
     return records
 
@@ -116,7 +130,7 @@ def isolation_summary(records: list[AttemptRecord]) -> str:
     bwrap (215)``: the isolation the run's candidates ran under, unsandboxed ones first."""
     counts: dict[str, int] = {}
     for record in records:
-        name = str(record.result.get("details", {}).get("isolation") or "not recorded")
+        name = record.result.details.isolation or "not recorded"
         counts[name] = counts.get(name, 0) + 1
     parts = [f"{name} ({n})" for name, n in sorted(counts.items()) if name != "none"]
     if counts.get("none"):

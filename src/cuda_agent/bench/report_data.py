@@ -379,7 +379,7 @@ def distribution(ordered: list[AttemptRecord], field: str, baseline: str) -> Dis
         v
         for r in ordered
         if r.correct
-        for v in [as_number(r.result.get(field))]
+        for v in [as_number(getattr(r.result, field))]
         if v is not None and v > 0
     ]
     return Distribution(
@@ -430,19 +430,18 @@ def problem_rows(ordered: list[AttemptRecord], records: list[AttemptRecord]) -> 
 
 
 def problem_row(record: AttemptRecord, n_attempts: int) -> ProblemRow:
-    result = record.result if isinstance(record.result, dict) else {}
+    result = record.result
     text, status = verdict(result)
-    error = result.get("error")
     message = None
-    if not result.get("correct") and isinstance(error, dict) and error.get("message"):
-        message, _ = truncate(str(error["message"]), MAX_ERROR)
-    reward = as_number(result.get("reward"))
+    if not result.correct and result.error is not None and result.error.message:
+        message, _ = truncate(result.error.message, MAX_ERROR)
+    reward = as_number(result.reward)
     numbers = [Cell("-" if reward is None else f"{reward:.2f}", _sort_key(reward))]
-    for key in ("runtime_us", "eager_us", "compile_us"):
-        value = as_number(result.get(key))
+    for us in (result.runtime_us, result.eager_us, result.compile_us):
+        value = as_number(us)
         numbers.append(Cell(fmt_us(value), _sort_key(value)))
-    for key in ("speedup_eager", "speedup_compile"):
-        value = as_number(result.get(key))
+    for speedup in (result.speedup_eager, result.speedup_compile):
+        value = as_number(speedup)
         numbers.append(Cell(fmt_x(value), _sort_key(value)))
     return ProblemRow(
         problem_id=record.problem_id,
@@ -453,6 +452,6 @@ def problem_row(record: AttemptRecord, n_attempts: int) -> ProblemRow:
         status=status,
         error=message,
         numbers=numbers,
-        flags=[str(f) for f in result.get("flags") or []],
+        flags=list(result.flags),
         problem_flags=record.problem_flags,
     )

@@ -12,6 +12,8 @@ import json
 import math
 from typing import Any
 
+from cuda_agent.core.types import EvalResult
+
 
 def fmt_pct(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.1f}%"
@@ -62,29 +64,27 @@ def level_name(level: str) -> str:
     return "No level" if level == "none" else f"Level {level}"
 
 
-def verdict(result: dict[str, Any]) -> tuple[str, str]:
+def verdict(result: EvalResult) -> tuple[str, str]:
     """(verdict text, status) of an evaluation result; the status is ``ok`` or ``fail``."""
-    if result.get("correct"):
+    if result.correct:
         return "correct", "ok"
-    error = result.get("error")
-    if isinstance(error, dict) and error.get("stage"):
-        return f"failed at {error['stage']}", "fail"
-    return ("incorrect" if result.get("compiled") else "failed"), "fail"
+    if result.error is not None and result.error.stage:
+        return f"failed at {result.error.stage}", "fail"
+    return ("incorrect" if result.compiled else "failed"), "fail"
 
 
-def eval_summary(result: dict[str, Any]) -> str:
+def eval_summary(result: EvalResult) -> str:
     """One line on an evaluation: verdict, reward, speed-ups, runtime (plain text)."""
     bits = [verdict(result)[0]]
-    reward = as_number(result.get("reward"))
+    reward = as_number(result.reward)
     if reward is not None:
         bits.append(f"reward {reward:.2f}")
-    for key, name in (("speedup_eager", "vs eager"), ("speedup_compile", "vs compile")):
-        value = as_number(result.get(key))
-        if value is not None:
-            bits.append(f"{fmt_x(value)} {name}")
-    runtime = as_number(result.get("runtime_us"))
+    for value, name in ((result.speedup_eager, "vs eager"), (result.speedup_compile, "vs compile")):
+        if (number := as_number(value)) is not None:
+            bits.append(f"{fmt_x(number)} {name}")
+    runtime = as_number(result.runtime_us)
     if runtime is not None:
         bits.append(f"{fmt_us(runtime)} µs")
-    if result.get("flags"):
-        bits.append("flags: " + ", ".join(str(f) for f in result["flags"]))
+    if result.flags:
+        bits.append("flags: " + ", ".join(str(f) for f in result.flags))
     return ", ".join(bits)

@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 from cuda_agent.bench.records import AttemptRecord
 from cuda_agent.bench.report_format import as_number, compact, eval_summary, truncate, verdict
+from cuda_agent.core.types import EvalResult
 
 MAX_TOOL_OUTPUT = 6000  # characters of a tool result shown (head and tail)
 MAX_TEXT = 20000  # characters of an assistant message or argument shown
@@ -171,7 +172,7 @@ def trajectory_view(run_dir: Path, record: AttemptRecord) -> TrajectoryView:
         summary.append(f"level {record.level}")
     if exit_event is not None:
         summary.append(f"exit: {exit_event.get('reason')} after {exit_event.get('turns')} turns")
-    summary.append(verdict(record.result if isinstance(record.result, dict) else {})[0])
+    summary.append(verdict(record.result)[0])
     return TrajectoryView(
         anchor=trajectory_anchor(record.problem_id),
         summary=" — ".join(summary),
@@ -288,20 +289,24 @@ def evaluation_view(event: dict[str, Any]) -> Evaluation | Note:
         code = event.get("exit_code")
         text = f"{head}: no result" + (f" (exit code {code})" if code is not None else "")
         return Note(text, "eval fail")
-    error = result.get("error")
+    try:
+        parsed = EvalResult.from_dict(result)
+    except (TypeError, ValueError) as err:
+        return Note(f"{head}: a result that is not a verdict ({err})", "eval fail")
     error_block = None
-    if isinstance(error, dict) and error.get("message"):
-        message = f"[{error.get('stage')}] {error['message']}"
+    if parsed.error is not None and parsed.error.message:
+        message = f"[{parsed.error.stage}] {parsed.error.message}"
         error_block = text_block(message, MAX_EVAL_ERROR, "out", highlight=True)
-    raw = result.get("details")
-    details: dict[str, Any] = raw if isinstance(raw, dict) else {}
-    shown: list[tuple[str, str]] = [
-        (key, compact(details[key]))
-        for key in ("verify", "timing", "profile", "kernels")
-        if key in details
-    ]
-    status = "ok" if result.get("correct") else "fail"
-    return Evaluation(f"{head}: {eval_summary(result)}", status, error_block, shown)
+    record = parsed.record
+    parts = {
+        "verify": record.verify if record is not None else None,
+        "timing": record.timing if record is not None else None,
+        "profile": parsed.profile() or None,
+        "kernels": record.kernels if record is not None else None,
+    }
+    shown = [(key, compact(value)) for key, value in parts.items() if value is not None]
+    status = "ok" if parsed.correct else "fail"
+    return Evaluation(f"{head}: {eval_summary(parsed)}", status, error_block, shown)
 
 
 def usage_summary(events: list[dict[str, Any]]) -> str | None:

@@ -113,7 +113,7 @@ def run_solutions(
             problem.level,
             0,
             "solutions",
-            future.result().to_dict(),
+            future.result(),
             solution=source,
             wall_s=round(time.monotonic() - started, 2),
         )
@@ -174,7 +174,7 @@ def run_agent(
             problem.level,
             attempt,
             "agent",
-            chosen.to_dict(),
+            chosen,
             solution=str((folder / "best").relative_to(out_dir)) if result.best else None,
             trajectory=str((folder / "trajectory.jsonl").relative_to(out_dir)),
             wall_s=round(time.monotonic() - started, 2),
@@ -230,6 +230,6 @@ def summary_counts(records: list[AttemptRecord]) -> dict[str, Any]:
     return {
         "finished": len(records),
         "correct": len(correct),
-        "faster_eager": sum(1 for r in correct if (r.result.get("speedup_eager") or 0) > 1.0),
-        "faster_compile": sum(1 for r in correct if (r.result.get("speedup_compile") or 0) > 1.0),
+        "faster_eager": sum(1 for r in correct if (r.result.speedup_eager or 0) > 1.0),
+        "faster_compile": sum(1 for r in correct if (r.result.speedup_compile or 0) > 1.0),
     }

@@ -28,6 +28,7 @@ from typing import Any
 from cuda_agent.bench.records import read_run_info, write_run_info
 from cuda_agent.cluster.ledger import utilization
 from cuda_agent.cluster.pool import EvalPool
+from cuda_agent.core.types import EvalResult
 
 SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
@@ -38,13 +39,13 @@ class RunFigures:
     def __init__(self, out: Path, pool: EvalPool) -> None:
         self.out = out
         self.pool = pool
-        self.results: list[dict[str, Any]] = []
+        self.results: list[EvalResult] = []
         self.started = time.monotonic()
         self.stopped: float | None = None
         self.written = False
         self._previous: dict[int, Any] = {}
 
-    def add(self, result: dict[str, Any]) -> None:
+    def add(self, result: EvalResult) -> None:
         self.results.append(result)
 
     def stop(self) -> None:

@@ -53,9 +53,9 @@ from cuda_agent.cluster.ledger import LEGEND as UTILIZATION_LEGEND
 from cuda_agent.cluster.ledger import describe as describe_utilization
 from cuda_agent.cluster.pool import EvalPool
 from cuda_agent.core.errors import ConfigError, CudaAgentError
+from cuda_agent.core.policy import DEFAULT_POLICY, Policy
 from cuda_agent.core.types import Problem
 from cuda_agent.evaluator.options import EvalOptions
-from cuda_agent.evaluator.worker.policies import DEFAULT_POLICY, Policy
 from cuda_agent.problems.sets import load_problem_set
 
 app = typer.Typer(help="Benchmark solutions or a model over a problem set.", no_args_is_help=True)
@@ -377,15 +377,17 @@ def verdict_line(record: AttemptRecord) -> str:
     label = record.problem_id + (f"#{record.attempt}" if record.source == "agent" else "")
     if record.correct:
         speed = [
-            f"{result[k]:.2f}x {name}"
-            for k, name in (("speedup_eager", "eager"), ("speedup_compile", "compile"))
-            if isinstance(result.get(k), (int, float))
+            f"{value:.2f}x {name}"
+            for value, name in (
+                (result.speedup_eager, "eager"),
+                (result.speedup_compile, "compile"),
+            )
+            if value is not None
         ]
         verdict = ", ".join(["correct", *speed])
     else:
-        error = result.get("error") or {}
-        flags = ",".join(str(f) for f in result.get("flags", [])[:3])
-        verdict = f"failed at {error.get('stage', '?')} [{flags}]"
+        stage = result.error.stage if result.error is not None else "?"
+        verdict = f"failed at {stage} [{','.join(result.flags[:3])}]"
     return f"{label}: {verdict} ({record.wall_s:.1f} s)"
 
 

@@ -22,11 +22,11 @@ from cuda_agent.cli.common import (
 )
 from cuda_agent.cli.progress_log import Status
 from cuda_agent.cli.render import render_profile, render_result
+from cuda_agent.core.policy import DEFAULT_POLICY, Policy
 from cuda_agent.core.types import EvalResult
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import evaluate
 from cuda_agent.evaluator.service import evaluate_remote, service_info
-from cuda_agent.evaluator.worker.policies import DEFAULT_POLICY, Policy
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.solutions.loader import load_solution
 
@@ -119,7 +119,7 @@ def eval_command(
         render_result(out_console, result)
         if profile:
             render_profile(out_console, result)
-        if "shapes" in result.details:
+        if result.details.shapes is not None:
             render_shapes(out_console, result)
     if result.error is not None and result.error.stage == "problem":
         raise fail(f"the problem itself failed: {result.error.message}")
@@ -132,7 +132,7 @@ def render_shapes(console: Console, result: EvalResult) -> None:
     for column in ("size", "kind", "verdict", "error"):
         table.add_column(column)
     colours = {"pass": "green", "fail": "red", "skipped": "yellow"}
-    for entry in result.details["shapes"]:
+    for entry in result.details.shapes or []:
         verdict = entry["verdict"]
         table.add_row(
             entry["label"],

@@ -16,9 +16,9 @@ from cuda_agent.cli.common import (
     resolve_size,
 )
 from cuda_agent.core.errors import CudaAgentError
+from cuda_agent.core.policy import DEFAULT_POLICY, Policy
 from cuda_agent.core.types import Problem
 from cuda_agent.evaluator.options import EvalOptions
-from cuda_agent.evaluator.worker.policies import DEFAULT_POLICY, Policy
 from cuda_agent.export import (
     ExportItem,
     ExportOutcome,
@@ -96,10 +96,10 @@ def report(outcome: ExportOutcome) -> None:
     """What was written, what each module verified, how to install it."""
     for pid, module in outcome.modules.items():
         result = outcome.results[pid]
-        shapes = result["details"].get("shapes", [])
+        shapes = result.details.shapes or []
         passed = sum(1 for s in shapes if s["verdict"] == "pass")
         failed = [s["label"] for s in shapes if s["verdict"] == "fail"]
-        general = {True: "yes", False: "no", None: "unknown"}[result.get("generalizes")]
+        general = {True: "yes", False: "no", None: "unknown"}[result.generalizes]
         # the module's name, and the problem's where the two differ (not "relu: relu")
         name = module if module.rsplit(".", 1)[-1] == pid else f"{module} (problem {pid})"
         line = f"{name}: {passed} size(s) verified, generalizes: {general}"

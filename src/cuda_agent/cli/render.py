@@ -37,7 +37,7 @@ def render_result(console: Console, result: EvalResult) -> None:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
     table.add_column()
-    table.add_row("problem", f"{result.problem_id} ({result.details.get('size', '?')} size)")
+    table.add_row("problem", f"{result.problem_id} ({result.details.size or '?'} size)")
     record = result.record
     device = ((record.device if record is not None else None) or {}).get("device")
     table.add_row("backend", f"{result.backend} ({device})" if device else result.backend)
@@ -51,11 +51,11 @@ def render_result(console: Console, result: EvalResult) -> None:
         "compile", f"{fmt_us(result.compile_us)}  (speed-up {fmt_x(result.speedup_compile)})"
     )
     table.add_row("reward", f"[bold]{result.reward:g}[/]")
-    semantics = [f"policy {result.details.get('policy', '?')}"]
+    semantics = [f"policy {result.details.policy or '?'}"]
     if record is not None and record.module_mode:
         semantics.append(f"modules in {record.module_mode} mode")
     table.add_row("rules", ", ".join(semantics))
-    memory = result.details.get("memory_check")
+    memory = result.details.memory_check
     if memory:
         table.add_row("memory", _memory_text(memory))
     if result.flags:

@@ -39,6 +39,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from cuda_agent.core.types import EvalResult
+
 
 class DeviceLedger:
     """Thread-safe record of queue waits and device holds (monotonic seconds)."""
@@ -83,7 +85,7 @@ def utilization(
     ledger: DeviceLedger | None,
     devices: list[str],
     wall_s: float,
-    results: Iterable[dict[str, Any]],
+    results: Iterable[EvalResult],
 ) -> dict[str, Any]:
     """The figures of the module docstring for a run of ``wall_s`` seconds on ``devices``."""
     phases: dict[str, float] = defaultdict(float)
@@ -92,21 +94,21 @@ def utilization(
     checks = {"ran": 0, "cached": 0, "own_kernels": 0}
     starts = 0.0
     for result in results:
-        details = result.get("details") or {}
-        memory = details.get("memory_check") or {}
+        details, record = result.details, result.record
+        memory = details.memory_check or {}
         if memory:
             checks["cached" if memory.get("cached") else "ran"] += 1
             checks["own_kernels"] += str(memory.get("scope", "")).startswith("own kernels")
         for phase, seconds in (memory.get("phases_s") or {}).items():
             if isinstance(seconds, (int, float)):
                 memory_phases[phase] += float(seconds)
-        for stage, seconds in (details.get("timings_s") or {}).items():
+        for stage, seconds in (details.timings_s or {}).items():
             if isinstance(seconds, (int, float)):
                 phases[stage] += float(seconds)
-        for phase, seconds in (details.get("worker_phases_s") or {}).items():
+        for phase, seconds in (record.worker_phases_s if record is not None else {}).items():
             if isinstance(seconds, (int, float)):
                 worker_phases[phase] += float(seconds)
-        ready = (details.get("worker_start") or {}).get("ready_after_s")
+        ready = (details.worker_start or {}).get("ready_after_s")
         if isinstance(ready, (int, float)):
             starts += float(ready)
     work = sum(v for k, v in worker_phases.items() if not k.startswith(WAIT_PREFIX))

@@ -150,7 +150,7 @@ class LocalPool(EvalPool):
                     self.busy[device] = max(self.busy[device], self._running[device])
                 self._took(ident, job, device)
                 result = execute(prepared, moved, self._env(device), self._turns_file(device))
-                result.details["pool_device"] = device
+                result.details.pool_device = device
                 return result
             finally:
                 self.board.assign(ident, "")

@@ -12,7 +12,7 @@ with ``RayActorError``; the first to notice replaces it (once) and waits until t
 ready, and each failed job or task runs again on the next free actor (the replacement or
 another), without building again, ``retries`` times (default once). ``actor_restarts`` and
 ``actor_failures`` (the problem ids caught on a dying actor) say what happened, and each
-result's ``details["pool_attempts"]`` how many device tries it took. The evaluation processes
+result's ``details.pool_attempts`` how many device tries it took. The evaluation processes
 a dead actor leaves behind (they run in sessions of their own) are killed by its watcher
 (``orphans``) at once, so they cannot finish their job beside the retry or hang on.
 A candidate's failure is a verdict and never retried.
@@ -77,7 +77,7 @@ class DeviceActorImpl:
         from cuda_agent.evaluator.pipeline import execute
 
         result = execute(unpack(prepared, files), env_extra=dict(self.env))
-        result.details["pool_device"] = f"{os.uname().nodename}:" + os.environ.get(
+        result.details.pool_device = f"{os.uname().nodename}:" + os.environ.get(
             "CUDA_VISIBLE_DEVICES", "cpu"
         )
         return result
@@ -289,7 +289,7 @@ class RayPool(EvalPool):
                 self._free.put(index)
 
         result = with_retries(attempt, job.problem.id, self.backend, self.retries)
-        result.details["pool_attempts"] = tries
+        result.details.pool_attempts = tries
         return result
 
     def _took(self, ident: int, job: EvalJob, index: int) -> None:

@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
+from cuda_agent.core.details import worker_profile
+
 R = TypeVar("R", bound="WorkerRecord")
 
 
@@ -62,11 +64,12 @@ class WorkerRecord:
         """The record in a result line; keys it does not know (nonce, type) are left out."""
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
-        values["error"] = _stage_error(values.get("error"))
+        values["error"] = parse_stage_error(values.get("error"))
         return cls(**values)
 
 
-def _stage_error(value: Any) -> StageError | None:
+def parse_stage_error(value: Any) -> StageError | None:
+    """A stage error as a line holds it (an object, a bare message, or null)."""
     if value is None or isinstance(value, StageError):
         return value
     if isinstance(value, dict):
@@ -147,6 +150,9 @@ class EvaluationRecord(WorkerRecord):
         its ``DETAILS`` fields and the verdict's own. Builds stay in the parent's details."""
         details = result.get("details") or {}
         shown = {k: details[k] for k in cls.DETAILS if k in details}
+        shown.pop("profile", None)
+        if (profile := worker_profile(details)) is not None:
+            shown["profile"] = profile
         if not shown:
             return None
         return cls.from_dict(

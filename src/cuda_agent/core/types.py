@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cuda_agent.core.records import EvaluationRecord, StageError
+from cuda_agent.core.details import EvalDetails
+from cuda_agent.core.records import EvaluationRecord, StageError, parse_stage_error
 
 BACKENDS = ("cpu", "cuda")
 BASELINES = ("eager", "compile")
@@ -91,8 +92,9 @@ class EvalResult:
     """The verdict of one evaluation. ``to_dict`` is the CLI's ``--json`` contract.
 
     ``record`` is the ``evaluate`` worker's record, whole (None when no worker answered);
-    ``details`` holds only what the parent adds (hashes, seed, stage times, the memory check,
-    the baselines, pools' notes). ``to_dict`` shows both under ``details``, as one object.
+    ``details`` holds only what the parent adds (``EvalDetails``: hashes, seed, stage times,
+    the memory check, the baselines, pools' notes). ``to_dict`` shows both under ``details``,
+    as one object; ``from_dict`` parses that back, and readers use the typed fields.
     """
 
     problem_id: str
@@ -109,32 +111,46 @@ class EvalResult:
     warnings: list[str] = field(default_factory=list)
     error: StageError | None = None
     generalizes: bool | None = None  # --shapes: every other size passed (None: not checked)
-    details: dict[str, Any] = field(default_factory=dict)
+    details: EvalDetails = field(default_factory=EvalDetails)
     problem_flags: list[str] | None = None  # the problem's task lint; None: not known
     language: str | None = None  # cuda, triton, cuda+triton or pytorch (solutions.language)
     record: EvaluationRecord | None = None
 
     @property
+    def outcome(self) -> str:
+        """``correct``, or the stage that failed (``incorrect`` where none is named)."""
+        if self.correct:
+            return "correct"
+        return self.error.stage if self.error is not None else "incorrect"
+
+    @property
     def builds(self) -> list[dict[str, Any]]:
         """Every build of the evaluation: the parent's, then the worker's."""
         worker = self.record.builds if self.record is not None else []
-        return [*self.details.get("builds", []), *worker]
+        return [*(self.details.builds or []), *worker]
+
+    def profile(self) -> dict[str, Any]:
+        """``details.profile``: the worker's kernel tables (candidate, eager) beside the parts
+        the parent measured (compile, ncu); empty when nothing was profiled."""
+        worker = self.record.profile if self.record is not None else None
+        return {**copy.deepcopy(worker or {}), **self.details.profile()}
 
     def to_dict(self) -> dict[str, Any]:
         out = {
-            f.name: copy.deepcopy(getattr(self, f.name))
+            f.name: self.shown_details()
+            if f.name == "details"
+            else copy.deepcopy(getattr(self, f.name))
             for f in dataclasses.fields(self)
             if f.name != "record"
         }
         out["error"] = self.error.to_dict() if self.error else None
-        out["details"] = self.shown_details()
         return out
 
     def shown_details(self) -> dict[str, Any]:
         """``details`` as ``to_dict`` shows it: the parent's, and the record's ``DETAILS``
         (the worker's builds after the parent's, its notes before the parent's, its profile
         beside the parts the parent measured)."""
-        shown = copy.deepcopy(self.details)
+        shown = self.details.to_dict()
         if self.record is None:
             return shown
         for key, value in copy.deepcopy(self.record.shown_details()).items():
@@ -155,8 +171,12 @@ class EvalResult:
         stay among the parent's)."""
         known = {f.name for f in dataclasses.fields(cls)} - {"record"}
         values = {k: v for k, v in data.items() if k in known}
-        error = values.get("error")
-        values["error"] = StageError(**error) if isinstance(error, dict) else None
+        values["error"] = parse_stage_error(values.get("error"))
+        for name in ("flags", "warnings"):  # an odd or older line: absent or null lists
+            values[name] = [str(v) for v in values.get(name) or []]
+        if not isinstance(values.get("reward"), (int, float)):
+            values["reward"] = -1.0
         details = values.get("details") or {}
-        values["details"] = {k: v for k, v in details.items() if k not in EvaluationRecord.DETAILS}
+        parent = {k: v for k, v in details.items() if k not in EvaluationRecord.DETAILS}
+        values["details"] = EvalDetails.from_dict({**parent, "profile": details.get("profile")})
         return cls(**values, record=EvaluationRecord.from_details(data))

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cuda_agent.core.paths import baselines_dir, ensure_dir
-from cuda_agent.core.records import CompileBaselineRecord
+from cuda_agent.core.records import CompileBaselineRecord, StageError
 from cuda_agent.core.signed_entries import read_entry, write_entry
 from cuda_agent.core.types import Problem
 from cuda_agent.evaluator.options import EvalOptions
@@ -28,14 +28,30 @@ CACHE_VERSION = "2"  # 2: modules run in the mode their constructor left (traini
 
 @dataclass
 class CompileBaseline:
-    ok: bool
-    ratio: float | None = None
-    compile_us: float | None = None
-    eager_us: float | None = None
+    """The baseline an evaluation uses: the worker's record (measured now, or the cache's
+    entry of an earlier one), or why there is none (``error``, stage ``baseline``)."""
+
+    record: CompileBaselineRecord | None = None
+    error: StageError | None = None
     cached: bool = False
-    error: str | None = None
-    details: dict[str, Any] | None = None
     rejected_entry: bool = False  # a cached entry failed its signature and was re-measured
+
+    @property
+    def ok(self) -> bool:
+        return self.record is not None and self.error is None
+
+    @property
+    def ratio(self) -> float | None:
+        return self.record.ratio if self.record is not None else None
+
+    @property
+    def message(self) -> str:
+        """Why there is no baseline ("" with one)."""
+        return self.error.message if self.error is not None else ""
+
+    @classmethod
+    def failed(cls, message: str) -> CompileBaseline:
+        return cls(error=StageError("baseline", message))
 
 
 def cache_key(problem: Problem, device: dict[str, Any], opts: EvalOptions) -> str:
@@ -67,15 +83,7 @@ def compile_baseline(
     if cached is not None and opts.profile and cached.get("profile") is None:
         cached = None  # the cached entry has no kernel table: measure again
     if opts.use_baseline_cache and cached is not None:
-        data = cached
-        return CompileBaseline(
-            ok=True,
-            ratio=data["ratio"],
-            compile_us=data["compile_us"],
-            eager_us=data["eager_us"],
-            cached=True,
-            details=data,
-        )
+        return CompileBaseline(CompileBaselineRecord.from_dict({**cached, "ok": True}), cached=True)
     # the comparison of compiled and eager outputs uses the problem's own tolerance
     request = worker_request(
         "compile_baseline",
@@ -93,20 +101,13 @@ def compile_baseline(
     outcome = run_worker(request, timeout_s=opts.baseline_timeout_s, scratch=scratch, env=env)
     record = outcome.record_of(CompileBaselineRecord)
     if record is None:
-        return CompileBaseline(
-            ok=False, error=f"the torch.compile baseline process {outcome.death_reason()}"
+        return CompileBaseline.failed(
+            f"the torch.compile baseline process {outcome.death_reason()}"
         )
     if not record.ok:
-        return CompileBaseline(ok=False, error=record.message)
+        return CompileBaseline.failed(record.message)
     data = record.to_dict()
     for key_name in ("ok", "error", "traceback"):
         data.pop(key_name)
     write_entry(ensure_dir(baselines_dir()) / f"{key}.json", key, data)
-    return CompileBaseline(
-        ok=True,
-        ratio=record.ratio,
-        compile_us=record.compile_us,
-        eager_us=record.eager_us,
-        details=data,
-        rejected_entry=rejected,
-    )
+    return CompileBaseline(record, rejected_entry=rejected)

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from cuda_agent.core.paths import cache_root, ensure_dir, package_root
+from cuda_agent.core.policy import Policy
 from cuda_agent.core.signed_entries import read_entry, write_entry
 from cuda_agent.core.types import Problem, Solution
-from cuda_agent.evaluator.worker.policies import Policy
 
 CACHE_VERSION = "1"
 # the harness code an answer depends on (relative to the package)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from cuda_agent.core.cache_usage import keep_under_cap_once
+from cuda_agent.core.details import EvalDetails
 from cuda_agent.core.paths import cache_root, ensure_dir, scratch_dir
 from cuda_agent.core.records import EvaluationRecord, StageError
 from cuda_agent.core.types import EvalResult, Problem, Solution, SolutionKind
@@ -85,23 +86,21 @@ def prepare(
     keep_under_cap_once(cache_root())  # the cache's cap, once per process (cache_usage.py)
     seed = opts.seed if opts.seed is not None else secrets.randbits(63)
     result = EvalResult(problem_id=problem.id, backend=opts.backend)
-    result.details.update(
-        {
-            "problem_hash": problem.content_hash,
-            "solution_hash": solution.content_hash,
-            "solution_kind": solution.kind.value,
-            "seed": seed,
-            "policy": opts.policy,
-            "size": problem.size,
-            "timings_s": {},
-        }
+    stage_times: dict[str, float] = {}
+    result.details = EvalDetails(
+        problem_hash=problem.content_hash,
+        solution_hash=solution.content_hash,
+        solution_kind=solution.kind.value,
+        seed=seed,
+        policy=opts.policy,
+        size=problem.size,
+        timings_s=stage_times,
     )
     prepared = Prepared(problem, solution, opts, seed, result)
-    stage_times: dict[str, float] = result.details["timings_s"]
     started = time.monotonic()
     notify("static", "checking the solution")
     report = analyse(solution.files[solution.entry_file], solution.entry_file)
-    result.details["static_findings"] = report.findings
+    result.details.static_findings = report.findings
     result.language = detect_language(solution)
     stage_times["static"] = round(time.monotonic() - started, 3)
     if report.error:
@@ -118,7 +117,7 @@ def prepare(
     started = time.monotonic()
     notify("build", "compiling")
     prepared.builds, build_error, failed = _prebuild(solution, report.inline_calls, opts)
-    result.details["builds"] = [b.to_dict() for b in prepared.builds]
+    builds = result.details.builds = [b.to_dict() for b in prepared.builds]
     stage_times["build"] = round(time.monotonic() - started, 3)
     if build_error and _may_catch(solution):
         # the solution may catch the error and fall back: its worker decides (a fallback
@@ -129,7 +128,7 @@ def prepare(
         prepared.error = StageError("build", build_error)
     if prepared.error is None and report.local_inline_calls:
         ahead = _build_ahead(report.local_inline_calls, opts, prepared.known_build_failures)
-        result.details["builds"] += [{**b.to_dict(), "ahead": True} for b in ahead]
+        builds += [{**b.to_dict(), "ahead": True} for b in ahead]
         stage_times["build"] = round(time.monotonic() - started, 3)
     return prepared
 
@@ -151,7 +150,8 @@ def execute(
         problem_lint.attach(result, prepared.problem, opts, None)  # a cached lint, if any
         return _finish(result, opts, prepared.error)
     notify = _one_at_a_time(progress or _silent)  # the follow-ups report from their threads
-    stage_times: dict[str, float] = result.details["timings_s"]
+    stage_times = result.details.timings_s
+    assert stage_times is not None  # prepare set it
     scratch = ensure_dir(scratch_dir()) / f"eval-{secrets.token_hex(6)}"
     env = worker_env(env_extra)
     follow = FollowUps(prepared, scratch, env, env_extra, device_lock, notify)
@@ -271,11 +271,9 @@ def _may_catch(solution: Solution) -> bool:
 def _memory_verdict(result: EvalResult, check: MemoryCheck) -> StageError | None:
     """The memory check's finding as a failing verdict (stage ``memory``), or None; a check
     that gave no answer is a note."""
-    result.details["memory_check"] = check.to_dict()
+    result.details.memory_check = check.to_dict()
     if check.incomplete is not None:
-        notes = result.details.setdefault("notes", [])
-        if NOTE_INCOMPLETE not in notes:
-            notes.append(NOTE_INCOMPLETE)
+        result.details.notes = [NOTE_INCOMPLETE]
         result.warnings.append(f"{NOTE_INCOMPLETE}: {check.incomplete}")
         return None
     flag = check.flag
@@ -352,7 +350,7 @@ def _add_ncu_metrics(
     notify("profile", "Nsight Compute metrics")
     request = _candidate_request(prepared, device_lock)
     ncu = ncu_metrics(request, scratch / "ncu", prepared.solution.files, prepared.opts.sandbox)
-    result.details.setdefault("profile", {})["ncu"] = ncu
+    result.details.ncu_profile = ncu
 
 
 _SPARES: SpareWorkers | None = None
@@ -370,18 +368,18 @@ def _absorb_worker(
     result: EvalResult, outcome: WorkerOutcome, record: EvaluationRecord | None
 ) -> StageError | None:
     """Fill ``result`` from the worker's record (or from how the worker died, without one)."""
-    result.details["isolation"] = outcome.isolation
+    result.details.isolation = outcome.isolation
     # how much of the worker's seconds was its own start-up: a spare that had finished its
     # warm start reads 0.0, one still warming (or a fresh worker) the seconds it took
-    result.details["worker_start"] = {
+    result.details.worker_start = {
         "source": outcome.source,
         "ready_after_s": outcome.ready_after_s,
     }
     if outcome.device_budget_s is not None:
-        result.details["device_budget_s"] = outcome.device_budget_s
-        result.details["reference_call_s"] = outcome.reference_call_s
+        result.details.device_budget_s = outcome.device_budget_s
+        result.details.reference_call_s = outcome.reference_call_s
     if outcome.turn_wait_s > 0:  # the budget's clock stood meanwhile (a device shared by jobs)
-        result.details["turn_wait_s"] = round(outcome.turn_wait_s, 3)
+        result.details.turn_wait_s = round(outcome.turn_wait_s, 3)
     if record is None:
         stage = outcome.last_stage or "load"
         tail = _last_lines(outcome.stderr_tail, 6)
@@ -412,10 +410,10 @@ def _absorb_worker(
     result.runtime_us = record.runtime_us
     result.eager_us = record.eager_us
     if outcome.stdout_tail.strip():
-        result.details["candidate_stdout_tail"] = _last_lines(outcome.stdout_tail, 20)
+        result.details.candidate_stdout_tail = _last_lines(outcome.stdout_tail, 20)
     if record.error is not None:
         if record.error.stage in ("load", "verify") and outcome.stderr_tail.strip():
-            result.details["candidate_stderr_tail"] = _last_lines(outcome.stderr_tail, 20)
+            result.details.candidate_stderr_tail = _last_lines(outcome.stderr_tail, 20)
         return record.error
     return None
 
@@ -448,20 +446,20 @@ def _over_budget_message(outcome: WorkerOutcome, stage: str) -> str:
 
 
 def _add_compile_baseline(result: EvalResult, baseline: CompileBaseline, opts: EvalOptions) -> None:
-    result.details["compile_baseline"] = {
+    result.details.compile_baseline = {
         "cached": baseline.cached,
         "ratio": baseline.ratio,
-        "error": baseline.error,
+        "error": baseline.error.message if baseline.error is not None else None,
     }
     if baseline.rejected_entry:
         result.warnings.append(
             "the cached torch.compile baseline failed its integrity check (forged or "
             "corrupted): it was measured again"
         )
-    if opts.profile and baseline.details and baseline.details.get("profile"):
-        result.details.setdefault("profile", {})["compile"] = baseline.details["profile"]
+    if opts.profile and baseline.record is not None and baseline.record.profile:
+        result.details.compile_profile = baseline.record.profile
     if not baseline.ok or baseline.ratio is None or result.eager_us is None:
-        result.warnings.append(f"torch.compile baseline unavailable: {baseline.error}")
+        result.warnings.append(f"torch.compile baseline unavailable: {baseline.message or None}")
         return
     result.compile_us = result.eager_us * baseline.ratio
 

@@ -95,7 +95,7 @@ def attach(
     else:
         entry = cached_lint(problem, opts)
     if isinstance(fresh, dict) and fresh.get("seconds") is not None:
-        result.details["problem_lint_s"] = fresh["seconds"]
+        result.details.problem_lint_s = fresh["seconds"]
     if entry is None or entry["lint"] is None:  # not linted yet, or the lint itself failed
         result.problem_flags = None
         return

@@ -280,5 +280,5 @@ class EvalService:
         with self._device_lock:
             result = execute(prepared, progress, env_extra=self._env)
         self.served += 1
-        result.details["service"] = {"pid": os.getpid(), "served": self.served}
+        result.details.service = {"pid": os.getpid(), "served": self.served}
         return result

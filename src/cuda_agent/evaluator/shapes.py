@@ -47,7 +47,7 @@ def verify_shapes(
     notify: Notify,
     env_extra: dict[str, str] | None = None,
 ) -> None:
-    """Fill ``result.details["shapes"]`` and ``result.generalizes`` (see the module docstring)."""
+    """Fill ``result.details.shapes`` and ``result.generalizes`` (see the module docstring)."""
     variants, left_out = size_variants(problem.source, problem.id)
     sizes = used_size_constants(problem.source, problem.id)
     notify("shapes", f"describing {len(variants) + 1} sizes")
@@ -73,7 +73,7 @@ def verify_shapes(
             )
             entry.update(_verdict(sub))
         entries.append(entry)
-    result.details["shapes"] = entries
+    result.details.shapes = entries
     ran = [e for e in entries[1:] if e["verdict"] != "skipped"]
     result.generalizes = all(e["verdict"] == "pass" for e in ran) if ran else None
     if not variants:

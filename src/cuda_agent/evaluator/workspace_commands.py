@@ -158,7 +158,7 @@ def timing_lines(result: EvalResult) -> list[str]:
 
 def profile_lines(result: EvalResult) -> list[str]:
     """Per-kernel tables (candidate, eager, compile) and ncu metrics."""
-    profile = result.shown_details().get("profile") or {}
+    profile = result.profile()
     lines: list[str] = []
     for side in ("candidate", "eager", "compile"):
         summary = profile.get(side)

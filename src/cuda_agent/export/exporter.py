@@ -17,9 +17,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from cuda_agent.core.types import Problem, Solution
+from cuda_agent.core.types import EvalResult, Problem, Solution
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import evaluate
 from cuda_agent.export.project import ProblemExport, write_project
@@ -37,7 +36,7 @@ class ExportItem:
 
     problem: Problem
     solution: Solution
-    result: dict[str, Any] | None = None
+    result: EvalResult | None = None
 
 
 @dataclass
@@ -46,7 +45,7 @@ class ExportOutcome:
     out: Path
     modules: dict[str, str] = field(default_factory=dict)  # problem id -> module
     skipped: dict[str, str] = field(default_factory=dict)  # problem id -> why
-    results: dict[str, dict[str, Any]] = field(default_factory=dict)  # problem id -> evaluation
+    results: dict[str, EvalResult] = field(default_factory=dict)  # problem id -> evaluation
 
 
 def package_name(text: str) -> str:
@@ -83,7 +82,7 @@ def export_solution(
     _check_out(out)
     extensions = extension_sources(solution, opts.backend)  # static: fails before evaluating
     result = evaluate_with_shapes(problem, solution, opts, progress)
-    if not result.get("correct"):
+    if not result.correct:
         raise ExportError(refusal(result))
     item = _problem_export(
         problem, solution, result, opts, module=package, op="forward", extensions=extensions
@@ -108,10 +107,10 @@ def export_many(
     for item in items:
         pid = item.problem.id
         result = item.result
-        if result is None or "shapes" not in (result.get("details") or {}):
+        if result is None or result.details.shapes is None:
             result = evaluate_with_shapes(item.problem, item.solution, opts, progress)
         outcome.results[pid] = result
-        if not result.get("correct"):
+        if not result.correct:
             outcome.skipped[pid] = refusal(result)
             continue
         module = _unique(package_name(pid), taken)
@@ -139,16 +138,18 @@ def export_many(
 
 def evaluate_with_shapes(
     problem: Problem, solution: Solution, opts: EvalOptions, progress: Progress | None = None
-) -> dict[str, Any]:
+) -> EvalResult:
     with_shapes = dataclasses.replace(opts, shapes=True)
-    return evaluate(problem, solution, with_shapes.validate(), progress).to_dict()
+    return evaluate(problem, solution, with_shapes.validate(), progress)
 
 
-def refusal(result: dict[str, Any]) -> str:
+def refusal(result: EvalResult) -> str:
     """The one line that says why a solution is not exported."""
-    error = result.get("error") or {}
-    why = str(error.get("message") or "incorrect").strip().splitlines()[0][:300]
-    stage = error.get("stage", "verify")
+    error = result.error
+    why = (
+        ((error.message if error is not None else "") or "incorrect").strip().splitlines()[0][:300]
+    )
+    stage = error.stage if error is not None else "verify"
     return f"not exported: the solution does not evaluate correct here ({stage}: {why})"
 
 
@@ -171,7 +172,7 @@ def resolve_solution_path(path: Path) -> Path:
 def _problem_export(
     problem: Problem,
     solution: Solution,
-    result: dict[str, Any],
+    result: EvalResult,
     opts: EvalOptions,
     *,
     module: str,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from cuda_agent.core.types import Problem, Solution
+from cuda_agent.core.types import EvalResult, Problem, Solution
 from cuda_agent.core.version import __version__
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.export.sources import ExportError
@@ -32,21 +32,20 @@ RESULT_FIGURES = (
 def verified_record(
     problem: Problem,
     solution: Solution,
-    result: dict[str, Any],
+    result: EvalResult,
     opts: EvalOptions,
     *,
     module: str,
     op: str,
     arch_flags: list[str],
 ) -> dict[str, Any]:
-    """The ``VERIFIED`` dict of one exported problem; ``result`` is ``EvalResult.to_dict()``."""
-    details = result.get("details") or {}
-    shapes = details.get("shapes") or []
+    """The ``VERIFIED`` dict of one exported problem, from its evaluation with shapes."""
+    shapes = result.details.shapes or []
     base = shapes[0] if shapes else {}
     if "inputs" not in base or "output" not in base:
         raise ExportError(
             f"{problem.id}: the problem's inputs and output could not be described at its "
-            f"size ({'; '.join(result.get('warnings') or []) or 'no shape plan'})"
+            f"size ({'; '.join(result.warnings) or 'no shape plan'})"
         )
     kind = base["output"]["kind"]
     if kind not in OUTPUT_KINDS:
@@ -54,7 +53,7 @@ def verified_record(
             f"{problem.id}: Model.forward returns {base['output'].get('type', kind)}; export "
             "supports a tensor or a tuple or list of tensors"
         )
-    generalizes = result.get("generalizes")
+    generalizes = result.generalizes
     return {
         "format": FORMAT,
         "module": module,
@@ -72,9 +71,9 @@ def verified_record(
             "kind": solution.kind.value,
             "name": solution.path.name,
         },
-        "backend": result.get("backend"),
-        "language": result.get("language"),
-        "device": details.get("device", {}),
+        "backend": result.backend,
+        "language": result.language,
+        "device": (result.record.device if result.record is not None else None) or {},
         "policy": str(opts.policy),  # plain data: this record is written as Python source
         "precision": opts.precision,
         "tolerance": {
@@ -82,7 +81,7 @@ def verified_record(
             "rtol": opts.rtol if opts.rtol is not None else problem.tolerance.rtol,
         },
         "trials": opts.trials,
-        **{key: result.get(key) for key in RESULT_FIGURES},
+        **{key: getattr(result, key) for key in RESULT_FIGURES},
         "shapes": shapes,
         "generalizes": generalizes,
         "outside_verified": "warn" if generalizes else "error",

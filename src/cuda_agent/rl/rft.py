@@ -8,7 +8,7 @@ transcripts; ``judge_trajectory`` is the filter.
 
 A trajectory is kept only if every rule holds (``RFTRules``, defaults in brackets):
 
-1. reward: the harness's reward of the attempt (the record's ``result["reward"]``) is strictly
+1. reward: the harness's reward of the attempt (the record's ``result.reward``) is strictly
    greater than ``min_reward`` [0.0]. Every reward is -1 when the solution is not correct, so
    the default keeps exactly the correct attempts (milestone reward 1, 2 or 3).
    Reason: ``reward<=0`` (``reward<=<min_reward>``).
@@ -129,7 +129,7 @@ def build_rft_dataset(
     rows: list[str] = []
     for run_dir in run_dirs:
         for record in read_records(run_dir):
-            reward = _reward(record.result, record.extra)
+            reward = record.result.reward
             path = run_dir / record.trajectory if record.trajectory else None
             events = read_events(path) if path is not None and path.is_file() else []
             verdict = judge_trajectory(events, reward, rules)
@@ -162,13 +162,6 @@ def build_rft_dataset(
     _write_atomic(out / RFT_FILE, "".join(r + "\n" for r in rows))
     _write_atomic(out / STATS_FILE, json.dumps(stats, indent=1) + "\n")
     return stats
-
-
-def _reward(result: dict[str, Any], extra: dict[str, Any]) -> float | None:
-    value = result.get("reward")
-    if value is None:
-        value = extra.get("episode_reward")
-    return float(value) if isinstance(value, (int, float)) else None
 
 
 def _start(events: list[dict[str, Any]]) -> dict[str, Any]:

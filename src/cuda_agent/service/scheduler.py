@@ -19,7 +19,6 @@ import time
 from collections import defaultdict
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from cuda_agent.cluster.pool import EvalJob, EvalPool
 from cuda_agent.core.types import EvalResult
@@ -39,10 +38,9 @@ class Counters:
     finished: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def add(self, result: dict[str, Any]) -> None:
-        error = result.get("error") or {}
-        verdict = "correct" if result.get("correct") else str(error.get("stage", "incorrect"))
-        timings = (result.get("details") or {}).get("timings_s") or {}
+    def add(self, result: EvalResult) -> None:
+        verdict = result.outcome
+        timings = result.details.timings_s or {}
         with self.lock:
             self.finished += 1
             self.verdicts[verdict] += 1
@@ -140,9 +138,10 @@ class Scheduler:
             if future is not None:
                 error = future.exception()
             if error is None and future is not None:
-                result = public_result(future.result().to_dict())
+                verdict = future.result()
+                result = public_result(verdict.to_dict())
                 if self.store.finish(job.id, job.attempts, result=result):
-                    self.counters.add(result)
+                    self.counters.add(verdict)
             else:
                 log.warning("job %s: the evaluation failed: %s", job.id, error)
                 self.store.requeue(job.id, job.attempts, f"the evaluation failed: {error}")

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cuda_agent.core.types import EvalResult
+
 STATES = ("queued", "running", "done", "failed", "cancelled")
 FINAL = ("done", "failed", "cancelled")
 MAX_ATTEMPTS = 2  # a crashed evaluation is retried once
@@ -265,9 +267,7 @@ class JobStore:
             rows = self._db.execute("SELECT result FROM jobs WHERE state = 'done'").fetchall()
         out: dict[str, int] = {}
         for (text,) in rows:
-            result = json.loads(text)
-            error = result.get("error") or {}
-            verdict = "correct" if result.get("correct") else str(error.get("stage", "incorrect"))
+            verdict = EvalResult.from_dict(json.loads(text)).outcome
             out[verdict] = out.get(verdict, 0) + 1
         return out
 

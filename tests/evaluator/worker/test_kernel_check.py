@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 import torch
 
+from cuda_agent.core.policy import POLICIES
 from cuda_agent.core.records import EvaluationRecord
 from cuda_agent.evaluator.worker import verify
 from cuda_agent.evaluator.worker.kernels import DeviceActivity
-from cuda_agent.evaluator.worker.policies import POLICIES, rules
+from cuda_agent.evaluator.worker.policies import rules
 from cuda_agent.evaluator.worker.session import Verdict
 
 TORCH_KERNEL = "void at::native::vectorized_elementwise_kernel<4>(int)"

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from cuda_agent.core.policy import POLICIES
 from cuda_agent.evaluator.worker.guards import GlobalState
-from cuda_agent.evaluator.worker.policies import POLICIES, rules
+from cuda_agent.evaluator.worker.policies import rules
 
 
 def test_strict_is_the_papers_rules() -> None:

@@ -260,7 +260,7 @@ def test_a_run_time_build_works_under_each_isolation(
         prelude=TEST_OPS + f"SOURCE += '// {secrets.token_hex(8)}\\n'\n",  # compiled now
     )
     result = run(path)
-    assert result.details["isolation"] != "none"
+    assert result.details.isolation != "none"
     assert result.correct and result.flags == [], (result.error, result.flags)
     assert any(b["module"] == "ca_test_ops" for b in result.builds)
 

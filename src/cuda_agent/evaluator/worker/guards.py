@@ -21,8 +21,6 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from cuda_agent.evaluator.worker.policies import POLICIES as POLICIES
-
 CREATION_OPS = frozenset(
     {
         "empty",

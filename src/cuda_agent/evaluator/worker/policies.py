@@ -1,44 +1,15 @@
-"""The policy table: the names of policies and precision settings, and what each policy decides.
+"""The policy table: precision settings, and what each policy decides.
 
-Importable by the CLI, options and clients. ``Policy`` is a policy's name as a typed value
-(a ``str``, so JSON, the CLI and messages see ``"strict"``), ``DEFAULT_POLICY`` the one
-default, ``parse_policy`` the one place a name from outside (a flag, a request, a config)
-becomes one. ``rules(policy)`` is the one place where a policy's decisions live; the worker
-reads them, ``docs/policy.md`` explains them rule by rule.
+Importable by the CLI, options and clients. A policy's name is ``core/policy.py``'s ``Policy``
+(with ``DEFAULT_POLICY`` and ``parse_policy``); ``rules(policy)`` is the one place where a
+policy's decisions live; the worker reads them, ``docs/policy.md`` explains them rule by rule.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 
-from cuda_agent.core.errors import ConfigError
-
-
-class Policy(StrEnum):
-    """The rules a verdict is judged by (docs/policy.md)."""
-
-    STRICT = "strict"  # the paper's rules
-    KERNELBENCH = "kernelbench"  # KernelBench's evaluator's
-    OFF = "off"  # correctness and timing only
-
-    def __repr__(self) -> str:
-        # its value's repr: a record written as Python source (pprint, repr) stays plain data
-        return repr(self.value)
-
-
-POLICIES: tuple[Policy, ...] = tuple(Policy)
-DEFAULT_POLICY = Policy.STRICT  # the one default (CLI options, requests, configs)
-
-
-def parse_policy(value: str) -> Policy:
-    """``value`` as a ``Policy``; ``ConfigError`` naming the choices where it is none."""
-    try:
-        return Policy(value)
-    except ValueError:
-        choices = ", ".join(POLICIES)
-        raise ConfigError(f"unknown policy {value!r} (choose from {choices})") from None
-
+from cuda_agent.core.policy import POLICIES, Policy
 
 PRECISIONS = ("ieee", "tf32", "torch-default")
 

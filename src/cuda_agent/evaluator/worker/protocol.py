@@ -13,14 +13,10 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from cuda_agent.core.errors import ConfigError
+from cuda_agent.core.policy import DEFAULT_POLICY, Policy, parse_policy
 from cuda_agent.core.records import RECORDS
 from cuda_agent.core.types import BACKENDS
-from cuda_agent.evaluator.worker.policies import (
-    DEFAULT_POLICY,
-    PRECISIONS,
-    Policy,
-    parse_policy,
-)
+from cuda_agent.evaluator.worker.policies import PRECISIONS
 
 MODES = tuple(RECORDS)  # one record class per mode (core/records.py)
 

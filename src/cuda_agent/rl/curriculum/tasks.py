@@ -55,11 +55,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cuda_agent.core.errors import CudaAgentError
+from cuda_agent.core.policy import parse_policy
 from cuda_agent.core.pyparse import parse_module
 from cuda_agent.core.types import EvalResult, Problem
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import evaluate
-from cuda_agent.evaluator.worker.policies import parse_policy
 from cuda_agent.evaluator.workspace_commands import Evaluator
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.rl.curriculum import POLICIES, TASKS

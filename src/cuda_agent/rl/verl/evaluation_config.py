@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from cuda_agent.cluster.pool import EvalPool
+from cuda_agent.core.policy import DEFAULT_POLICY, Policy, parse_policy
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import evaluate
-from cuda_agent.evaluator.worker.policies import DEFAULT_POLICY, Policy, parse_policy
 from cuda_agent.evaluator.workspace_commands import Evaluator
 
 _POOLS: dict[tuple[str, str], EvalPool] = {}
