@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from cuda_agent.core.errors import ConfigError
 from cuda_agent.core.policy import POLICIES
 from cuda_agent.evaluator.worker.guards import GlobalState
 from cuda_agent.evaluator.worker.policies import rules
@@ -38,7 +39,7 @@ def test_off_drops_the_kernel_requirement_only() -> None:
 def test_every_policy_has_rules_and_unknown_ones_fail() -> None:
     for name in POLICIES:
         rules(name)
-    with pytest.raises(ValueError, match="unknown policy 'lenient'"):
+    with pytest.raises(ConfigError, match="unknown policy 'lenient'"):
         rules("lenient")
 
 

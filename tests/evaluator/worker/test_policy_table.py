@@ -225,9 +225,7 @@ def test_every_policy_in_the_package_is_typed_with_one_default() -> None:
         ]
         if path not in (TABLE, NAMES):
             spelled += [f"{rel}:{line}: {name}" for line, name in policy_name_defaults(source)]
-    assert not untyped, "annotate policy as Policy (core/policy.py):\n" + "\n".join(
-        untyped
-    )
+    assert not untyped, "annotate policy as Policy (core/policy.py):\n" + "\n".join(untyped)
     assert not spelled, "the default is DEFAULT_POLICY, written once:\n" + "\n".join(spelled)
 
 

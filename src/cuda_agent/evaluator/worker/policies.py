@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cuda_agent.core.policy import POLICIES, Policy
+from cuda_agent.core.policy import Policy, parse_policy
 
 PRECISIONS = ("ieee", "tf32", "torch-default")
 
@@ -98,7 +98,5 @@ _RULES = {
 
 
 def rules(policy: Policy) -> PolicyRules:
-    """The rules of ``policy`` (one of ``POLICIES``)."""
-    if policy not in _RULES:
-        raise ValueError(f"unknown policy {policy!r} (choose from {', '.join(POLICIES)})")
-    return _RULES[policy]
+    """The rules of ``policy`` (a name is parsed: ``ConfigError`` for one not known)."""
+    return _RULES[parse_policy(policy)]
