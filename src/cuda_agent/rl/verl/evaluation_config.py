@@ -53,11 +53,11 @@ class EvaluationSettings:
         if not section:
             return cls()
         values: dict[str, Any] = {}
-        for key in ("backend", "policy", "pool"):
+        for key in ("backend", "pool"):
             if section.get(key) is not None:
                 values[key] = str(section.get(key))
-        if "policy" in values:
-            values["policy"] = parse_policy(values["policy"])
+        if section.get("policy") is not None:
+            values["policy"] = parse_policy(str(section.get("policy")))
         baselines = section.get("baselines")
         if baselines is not None:
             if isinstance(baselines, str):
