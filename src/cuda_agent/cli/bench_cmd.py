@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Callable
@@ -12,6 +13,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
+from cuda_agent.agent.loop import AgentLimits
 from cuda_agent.bench.agreement import is_kernelbench_results, kernelbench_comparison
 from cuda_agent.bench.fingerprint import (
     FINGERPRINT_KEY,
@@ -167,18 +169,17 @@ def run_command(
         pool = make_pool(
             target.backend, workers, ray, build_workers=build_workers, jobs_per_device=jobs_per_gpu
         )
-    spec = None
-    if solutions is None:
-        spec = agent_spec(model, base_url, api_key_env, tool_format, attempts, parallel)
-        spec.limits.max_turns = max_turns
-        spec.limits.max_output_tokens = max_output_tokens
-        spec.limits.context_tokens = context_tokens
+    if solutions is not None:
+        work = functools.partial(run_solutions, problem_list, solutions)
+    else:
+        limits = AgentLimits(
+            max_turns=max_turns, max_output_tokens=max_output_tokens, context_tokens=context_tokens
+        )
+        spec = agent_spec(model, base_url, api_key_env, tool_format, attempts, parallel, limits)
+        work = functools.partial(run_agent, problem_list, spec)
 
     def evaluate(pool: EvalPool, on_record: Progress) -> None:
-        if solutions is not None:
-            run_solutions(problem_list, solutions, pool, options, out, on_record)
-        elif spec is not None:
-            run_agent(problem_list, spec, pool, options, out, on_record)
+        work(pool, options, out, on_record)
 
     total = len(problem_list) * (attempts if model else 1)
     figures_written = run_with_progress(out, pool, total, evaluate)
@@ -255,15 +256,23 @@ def check_run_inputs(
 
 
 def agent_spec(
-    model: str, base_url: str, api_key_env: str, tool_format: str, attempts: int, parallel: int
+    model: str,
+    base_url: str,
+    api_key_env: str,
+    tool_format: str,
+    attempts: int,
+    parallel: int,
+    limits: AgentLimits,
 ) -> AgentSpec:
-    """Agent mode's episodes: the model at ``base_url``, its key from ``api_key_env``."""
+    """Agent mode's episodes: the model at ``base_url``, its key from ``api_key_env``, each
+    episode under ``limits``."""
     from cuda_agent.agent.models import OpenAIChatModel
 
     key = os.environ.get(api_key_env, "")
     return AgentSpec(
         make_model=lambda: OpenAIChatModel(model, base_url, key, tool_format=tool_format),
         attempts=attempts,
+        limits=limits,
         parallel=parallel,
     )
 
