@@ -21,6 +21,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from types import TracebackType
 
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
@@ -33,6 +34,27 @@ from cuda_agent.cluster.board import JobBoard, describe
 SUMMARY_INTERVAL_S = 15.0
 HEARTBEAT_S = 10.0
 STALL_S = 900.0
+
+
+class _Ticker:
+    """Calls ``tick`` every ``interval_s`` seconds on a daemon thread until ``stop()``: the
+    periodic lines of a log (``Reporter``'s summaries, ``Status``'s heartbeat)."""
+
+    def __init__(self, interval_s: float, tick: Callable[[], None], name: str) -> None:
+        self._interval_s = interval_s
+        self._tick = tick
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name=name)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stopped.wait(self._interval_s):
+            self._tick()
+
+    def stop(self) -> None:
+        """No tick after this; waits (2 s at most) for one under way."""
+        self._stopped.set()
+        self._thread.join(timeout=2)
 
 
 def plain_wanted() -> bool:
@@ -61,9 +83,8 @@ class Reporter:
         env_interval = os.environ.get("CUDA_AGENT_PROGRESS_INTERVAL")
         self.interval_s = interval_s or float(env_interval or SUMMARY_INTERVAL_S)
         self._start = time.monotonic()
-        self._stop = threading.Event()
         self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
+        self._ticker: _Ticker | None = None
         self._bar: Progress | None = None
         self._task: TaskID | None = None
         self._watch: StallWatch | None = None
@@ -72,8 +93,7 @@ class Reporter:
         self._watch = StallWatch(STALL_S)
         if self.plain:
             self._print(f"{self.label}: {self.total} jobs, {self.done} already done")
-            self._thread = threading.Thread(target=self._summaries, daemon=True, name="progress")
-            self._thread.start()
+            self._ticker = _Ticker(self.interval_s, self._summary, "progress")
         else:
             self._bar = Progress(
                 TextColumn("{task.description}"),
@@ -92,9 +112,8 @@ class Reporter:
         value: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=2)
+        if self._ticker is not None:
+            self._ticker.stop()
         if self._bar is not None:
             self._bar.__exit__(kind, value, tb)
         if self._watch is not None:
@@ -118,13 +137,10 @@ class Reporter:
         if self._bar is not None and self._task is not None:
             self._bar.update(self._task, description=description)
 
-    def _summaries(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            if self.board is not None:
-                text = describe(self.board.snapshot())
-            else:
-                text = f"done {self.done}"
-            self._print(f"[{self.label} {self.done}/{self.total} {self._elapsed()}] {text}")
+    def _summary(self) -> None:
+        """The periodic line: what the pool's jobs do (or how many are done, without a board)."""
+        text = describe(self.board.snapshot()) if self.board is not None else f"done {self.done}"
+        self._print(f"[{self.label} {self.done}/{self.total} {self._elapsed()}] {text}")
 
     def _elapsed(self) -> str:
         seconds = int(time.monotonic() - self._start)
@@ -148,30 +164,22 @@ class Status:
         self.interval_s = interval_s
         self.plain = plain_wanted()
         self._start = self._stage_start = time.monotonic()
-        self._stop = threading.Event()
         self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
+        self._ticker: _Ticker | None = None
         self._spinner: Spinner | None = None
 
     def __enter__(self) -> Status:
         if self.plain:
             self._print(f"{self.label}: {self.text}")
-            self._thread = threading.Thread(target=self._heartbeat, daemon=True, name="status")
-            self._thread.start()
+            self._ticker = _Ticker(self.interval_s, self._heartbeat, "status")
         else:
             self._spinner = err_console.status(self.text)
             self._spinner.start()
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=2)
+    def __exit__(self, *exc_info: object) -> None:
+        if self._ticker is not None:
+            self._ticker.stop()
         if self._spinner is not None:
             self._spinner.stop()
 
@@ -188,11 +196,11 @@ class Status:
             self._spinner.update(text)
 
     def _heartbeat(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            with self._lock:
-                text, stage_s = self.text, time.monotonic() - self._stage_start
-            elapsed = _clock(time.monotonic() - self._start)
-            self._print(f"[{self.label} {elapsed}] {text} (still running, {_clock(stage_s)})")
+        """The periodic line: the stage still running, and for how long."""
+        with self._lock:
+            text, stage_s = self.text, time.monotonic() - self._stage_start
+        elapsed = _clock(time.monotonic() - self._start)
+        self._print(f"[{self.label} {elapsed}] {text} (still running, {_clock(stage_s)})")
 
     def _print(self, line: str) -> None:
         sys.stderr.write(line + "\n")

@@ -11,6 +11,7 @@ import functools
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -68,10 +69,11 @@ class SpareWorkers:
         depth: int = 1,
         allow_unsandboxed: bool = False,
     ) -> WorkerHandle:
-        key = env_key(backend, env, sandboxed)
+        """A started worker for this environment: a spare done warming up, else the oldest
+        spare, else one started now; then the spares are topped up to ``depth``."""
         start = functools.partial(self._spawn, backend, env, sandboxed, allow_unsandboxed)
         with self._lock:
-            queue = self._queue(key)
+            queue = self._queue(env_key(backend, env, sandboxed))
             for handle in [h for h in queue if h.proc.poll() is not None]:
                 queue.remove(handle)
                 discard(handle)
@@ -82,8 +84,7 @@ class SpareWorkers:
                 chosen = start()
             else:
                 queue.remove(chosen)
-            while len(queue) < max(1, depth):
-                queue.append(start())
+            _top_up(queue, start, depth)
         return chosen
 
     def prime(
@@ -95,10 +96,9 @@ class SpareWorkers:
         allow_unsandboxed: bool = False,
     ) -> None:
         """Start spares for this environment (up to ``depth``) without taking one."""
+        start = functools.partial(self._spawn, backend, env, sandboxed, allow_unsandboxed)
         with self._lock:
-            queue = self._queue(env_key(backend, env, sandboxed))
-            while len(queue) < max(1, depth):
-                queue.append(self._spawn(backend, env, sandboxed, allow_unsandboxed))
+            _top_up(self._queue(env_key(backend, env, sandboxed)), start, depth)
 
     def waiting(self, backend: str, env: dict[str, str], sandboxed: bool = False) -> int:
         """How many started spares wait for an evaluation in this environment."""
@@ -146,3 +146,9 @@ class SpareWorkers:
 
     def _folder(self) -> Path:
         return self.root / f"worker-{secrets.token_hex(6)}"
+
+
+def _top_up(queue: list[WorkerHandle], start: Callable[[], WorkerHandle], depth: int) -> None:
+    """Start workers (``start``) onto ``queue`` until it holds ``depth`` of them (one at least)."""
+    while len(queue) < max(1, depth):
+        queue.append(start())
