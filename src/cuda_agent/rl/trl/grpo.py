@@ -122,14 +122,7 @@ def run_grpo(
         return cleanup.enter_context(env)  # every episode folder goes when training ends
 
     settings = grpo_settings(
-        out,
-        steps,
-        num_generations,
-        max_completion_length,
-        learning_rate,
-        seed,
-        use_cpu,
-        getattr(GRPOConfig, "__dataclass_fields__", {}),
+        out, steps, num_generations, max_completion_length, learning_rate, seed, use_cpu, GRPOConfig
     )
     settings["max_tool_calling_iterations"] = max_tool_calling_iterations
     settings.update(config_overrides or {})

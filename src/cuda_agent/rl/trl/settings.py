@@ -32,11 +32,13 @@ def grpo_settings(
     learning_rate: float,
     seed: int,
     use_cpu: bool | None,
-    config_fields: dict[str, Any],
+    config_class: type,
 ) -> dict[str, Any]:
-    """``config_fields``: ``GRPOConfig.__dataclass_fields__`` (the names this TRL knows)."""
+    """The ``GRPOConfig`` keywords of a run (module docstring); ``config_class``: the
+    installed TRL's ``GRPOConfig``, whose fields name the options this TRL knows."""
     import torch
 
+    config_fields = getattr(config_class, "__dataclass_fields__", {})
     checkpointing = (
         "activation_checkpointing"
         if "activation_checkpointing" in config_fields

@@ -182,14 +182,7 @@ def run_curriculum(
     step_log = StepLog(out / STEPS_FILE)
     rewards: list[float] = []
     settings = grpo_settings(
-        out,
-        steps,
-        num_generations,
-        max_completion_length,
-        learning_rate,
-        seed,
-        use_cpu,
-        getattr(GRPOConfig, "__dataclass_fields__", {}),
+        out, steps, num_generations, max_completion_length, learning_rate, seed, use_cpu, GRPOConfig
     )
     settings["temperature"] = temperature
     if stable is not None:
