@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from cuda_agent.core.errors import CudaAgentError
+from cuda_agent.core.sockets import read_line
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import evaluate
 from cuda_agent.evaluator.workspace_commands import TOOL_COMMANDS, Evaluator, ToolReply, run_tool
@@ -95,7 +96,7 @@ class ToolServer:
                 return
             with conn:
                 try:
-                    reply = self.handle(json.loads(_read_line(conn) or b"{}"))
+                    reply = self.handle(json.loads(read_line(conn, 1 << 20) or b"{}"))
                 except json.JSONDecodeError:
                     reply = ToolReply(2, "error: malformed request")
                 with contextlib.suppress(OSError):
@@ -103,13 +104,3 @@ class ToolServer:
                         json.dumps({"exit_code": reply.exit_code, "text": reply.text}).encode()
                         + b"\n"
                     )
-
-
-def _read_line(conn: socket.socket) -> bytes:
-    data = b""
-    while not data.endswith(b"\n") and len(data) < 1 << 20:
-        chunk = conn.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    return data

@@ -73,10 +73,7 @@ def run_solutions(
     out_dir: Path,
     progress: Progress | None = None,
 ) -> list[AttemptRecord]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    done = {(r.problem_id, r.attempt) for r in read_records(out_dir)}
-    starts = read_started(out_dir)
-    keys = resume_order([(p.id, 0) for p in problems if (p.id, 0) not in done], starts)
+    keys, requeued_last = _remaining(out_dir, [(p.id, 0) for p in problems])
     by_id = {p.id: p for p in problems}
     todo = [by_id[pid] for pid, _ in keys]
     write_run_info(
@@ -90,7 +87,7 @@ def run_solutions(
             "devices": pool.devices,
             "jobs_per_device": getattr(pool, "jobs_per_device", 1),
             "policy": options.policy,
-            "requeued_last": requeued(keys, starts),
+            "requeued_last": requeued_last,
         },
     )
     records: list[AttemptRecord] = []
@@ -132,11 +129,8 @@ def run_agent(
     out_dir: Path,
     progress: Progress | None = None,
 ) -> list[AttemptRecord]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    done = {(r.problem_id, r.attempt) for r in read_records(out_dir)}
-    starts = read_started(out_dir)
-    keys = [(p.id, k) for p in problems for k in range(agent.attempts) if (p.id, k) not in done]
-    keys = resume_order(keys, starts)
+    all_keys = [(p.id, k) for p in problems for k in range(agent.attempts)]
+    keys, requeued_last = _remaining(out_dir, all_keys)
     by_id = {p.id: p for p in problems}
     todo = [(by_id[pid], k) for pid, k in keys]
     write_run_info(
@@ -150,7 +144,7 @@ def run_agent(
             "problems": len(problems),
             "devices": pool.devices,
             "jobs_per_device": getattr(pool, "jobs_per_device", 1),
-            "requeued_last": requeued(keys, starts),
+            "requeued_last": requeued_last,
         },
     )
 
@@ -195,6 +189,16 @@ def run_agent(
             if progress:
                 progress(record, len(records), len(todo))
     return records
+
+
+def _remaining(out_dir: Path, keys: list[Key]) -> tuple[list[Key], list[str]]:
+    """The attempts of ``keys`` that ``out_dir`` (made here if missing) holds no record of, in
+    ``resume_order``, and those of them queued last (``requeued``)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    done = {(r.problem_id, r.attempt) for r in read_records(out_dir)}
+    starts = read_started(out_dir)
+    todo = resume_order([key for key in keys if key not in done], starts)
+    return todo, requeued(todo, starts)
 
 
 def resume_order(keys: list[Key], started: Counter[Key]) -> list[Key]:

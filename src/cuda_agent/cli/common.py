@@ -7,12 +7,17 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.console import Console
 
 from cuda_agent.core.errors import CudaAgentError
+
+if TYPE_CHECKING:
+    from cuda_agent.evaluator.options import EvalOptions
 
 err_console = Console(stderr=True, highlight=False)
 out_console = Console(highlight=False)
@@ -20,6 +25,20 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 1
+
+
+@dataclass(frozen=True)
+class EvalArgs:
+    """One ``cuda-agent eval`` as given: the problem (a bundled id or a file), the solution's
+    path, the backend and size asked for (each may be ``auto``), the options, and ``quiet``
+    (no status line, as for ``--json``)."""
+
+    problem: str
+    solution: Path
+    backend: str
+    size: str
+    opts: EvalOptions
+    quiet: bool
 
 
 def print_command_line(console: Console, text: str) -> None:

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cuda_agent.cli.common import (
+    EvalArgs,
     fail,
     one_line_errors,
     out_console,
@@ -104,15 +105,15 @@ def eval_command(
         language=language,
         memory_check=memory_check,
     )
+    args = EvalArgs(problem, solution, backend, size, options, quiet=as_json)
     if service.startswith(("http://", "https://")) and not no_service:
-        result = run_remote_eval(problem, solution, backend, size, options, service, as_json)
+        from cuda_agent.cli.remote import evaluate_at  # httpx, only for a remote service
+
+        result = evaluate_at(service, args)
     else:
         if service != "auto" and not no_service:
             raise fail(f"--service {service!r}: give auto or an http(s):// URL")
-        use_local = not no_service
-        result = run_eval(
-            problem, solution, backend, size, options, quiet=as_json, service=use_local
-        )
+        result = run_eval(args, service=not no_service)
     if as_json:
         print_json(result.to_dict())
     else:
@@ -151,40 +152,18 @@ def eval_options(**values: Any) -> EvalOptions:
 
 
 @one_line_errors
-def run_remote_eval(
-    problem: str,
-    solution: Path,
-    backend: str,
-    size: str,
-    opts: EvalOptions,
-    url: str,
-    quiet: bool,
-) -> EvalResult:
-    """Evaluate through a reward service; the result prints as a local one does."""
-    from cuda_agent.cli.remote import evaluate_at
-
-    return evaluate_at(url, problem, solution, backend, size, opts, quiet)
-
-
-@one_line_errors
-def run_eval(
-    problem: str,
-    solution: Path,
-    backend: str,
-    size: str,
-    opts: EvalOptions,
-    quiet: bool,
-    service: bool = True,
-) -> EvalResult:
+def run_eval(args: EvalArgs, service: bool = True) -> EvalResult:
+    """Evaluate here, or through this machine's evaluation service when ``service`` and one
+    runs for the backend chosen."""
     info = service_info() if service else None
-    if backend == "auto" and info is not None:
+    if args.backend == "auto" and info is not None:
         chosen = str(info["backend"])  # no torch import needed to know
     else:  # this machine's service evaluating on cuda has the GPU: no look needed here
-        served = info is not None and info.get("backend") == backend
-        chosen = resolve_backend(backend, need_device=not served)
-    opts = replace(opts, backend=chosen).validate()
-    prob = resolve_problem(problem, resolve_size(size, chosen))
-    sol = load_solution(solution)
+        served = info is not None and info.get("backend") == args.backend
+        chosen = resolve_backend(args.backend, need_device=not served)
+    opts = replace(args.opts, backend=chosen).validate()
+    prob = resolve_problem(args.problem, resolve_size(args.size, chosen))
+    sol = load_solution(args.solution)
     remote = info is not None and info.get("backend") == chosen
 
     def run(progress: Callable[[str, str], None] | None) -> EvalResult:
@@ -194,7 +173,7 @@ def run_eval(
                 return result
         return evaluate(prob, sol, opts, progress=progress)
 
-    if quiet:
+    if args.quiet:
         return run(None)
     with Status("eval", f"evaluating {sol.path.name} on {prob.id} ({chosen})") as status:
 

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-from pathlib import Path
 
 import httpx
 
-from cuda_agent.cli.common import err_console, resolve_size
+from cuda_agent.cli.common import EvalArgs, err_console, one_line_errors, resolve_size
 from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.core.types import EvalResult
-from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.service.client import (
     TOKEN_ENV,
@@ -29,32 +27,29 @@ from cuda_agent.service.client import (
 from cuda_agent.solutions.loader import load_solution
 
 
-def evaluate_at(
-    url: str,
-    problem: str,
-    solution: Path,
-    backend: str,
-    size: str,
-    opts: EvalOptions,
-    quiet: bool,
-) -> EvalResult:
+@one_line_errors
+def evaluate_at(url: str, args: EvalArgs) -> EvalResult:
+    """Evaluate through the reward service at ``url``; the result prints as a local one does."""
     token = os.environ.get(TOKEN_ENV) or None
+    opts = args.opts
 
     async def run() -> EvalResult:
         async with ServiceClient(url, token, retries=2) as client:
             health = await client.health()
             served = str(health.get("backend"))
-            if backend not in ("auto", served):
-                raise CudaAgentError(f"the service at {url} evaluates on {served}, not {backend}")
-            prob = resolve_problem(problem, resolve_size(size, served))
-            sol = load_solution(solution)
+            if args.backend not in ("auto", served):
+                raise CudaAgentError(
+                    f"the service at {url} evaluates on {served}, not {args.backend}"
+                )
+            prob = resolve_problem(args.problem, resolve_size(args.size, served))
+            sol = load_solution(args.solution)
             timeout = opts.worker_timeout_s + opts.build_timeout_s + opts.baseline_timeout_s
             return await client.evaluate(prob, sol, client_options(opts), timeout_s=timeout)
 
     try:
-        if quiet:
+        if args.quiet:
             return asyncio.run(run())
-        with err_console.status(f"evaluating {solution.name} at {url}"):
+        with err_console.status(f"evaluating {args.solution.name} at {url}"):
             return asyncio.run(run())
     except ServiceRefused as err:
         if err.status in (401, 403):

@@ -16,6 +16,7 @@ which device (``GPU 0``, ``cpu0``); a job's ``on_start`` is called when it takes
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import queue
 import threading
@@ -96,22 +97,12 @@ class LocalPool(EvalPool):
         return list(self._devices)
 
     def submit(self, job: EvalJob) -> Future[EvalResult]:
-        self._pending.acquire()
-        ident = self.board.add(job.problem.id)
-        future = self._executor.submit(self._run, job, ident)
-        future.add_done_callback(lambda _: self._release(ident))
-        return future
+        run = functools.partial(self._run, job)
+        return self._submit_on_board(self._executor, self._pending, job.problem.id, run)
 
     def submit_worker(self, request: WorkerRequest, timeout_s: float) -> Future[WorkerTaskResult]:
-        self._pending.acquire()
-        ident = self.board.add(request.problem_id)
-        future = self._executor.submit(self._run_task, request, timeout_s, ident)
-        future.add_done_callback(lambda _: self._release(ident))
-        return future
-
-    def _release(self, ident: int) -> None:
-        self.board.finish(ident)
-        self._pending.release()
+        run = functools.partial(self._run_task, request, timeout_s)
+        return self._submit_on_board(self._executor, self._pending, request.problem_id, run)
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)
@@ -139,11 +130,7 @@ class LocalPool(EvalPool):
                 prepared = prepare(job.problem, job.solution, options, moved)
             if prepared.error is not None:
                 return execute(prepared)
-            self.board.move(ident, "device-wait")
-            waited = time.monotonic()
-            device = self._free.get()
-            got = time.monotonic()
-            self.ledger.wait(got - waited)
+            device, got = self._wait_for_device(ident, self._free)
             try:
                 with self._lock:
                     self._running[device] += 1

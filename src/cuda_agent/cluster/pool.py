@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import secrets
 import shutil
+import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from cuda_agent.cluster.board import JobBoard
 from cuda_agent.cluster.ledger import DeviceLedger
@@ -33,6 +36,8 @@ from cuda_agent.evaluator.worker.protocol import WorkerRequest
 from cuda_agent.workspace.isolation import IsolationUnavailable
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -100,6 +105,37 @@ class EvalPool(ABC):
         """One job, submitted and waited for: an evaluator function (``pipeline.evaluate``'s
         signature) for callers that take one."""
         return self.submit(EvalJob(problem, solution, options)).result()
+
+    def _submit_on_board(
+        self,
+        executor: Executor,
+        pending: threading.BoundedSemaphore,
+        problem_id: str,
+        run: Callable[[int], T],
+    ) -> Future[T]:
+        """``run(ident)`` on ``executor`` once one of the ``pending`` slots is free (this blocks
+        until then), ``ident`` being the problem's new entry on the ``board``; the entry is
+        finished and the slot freed when the future is done."""
+        pending.acquire()
+        ident = self.board.add(problem_id)
+        future = executor.submit(run, ident)
+
+        def release(_: Future[T]) -> None:
+            self.board.finish(ident)
+            pending.release()
+
+        future.add_done_callback(release)
+        return future
+
+    def _wait_for_device(self, ident: int, free: queue.Queue[T]) -> tuple[T, float]:
+        """The next device of ``free`` for job ``ident`` (on the board as ``device-wait`` until
+        then), and when it came (``time.monotonic``); the wait goes into the ledger."""
+        self.board.move(ident, "device-wait")
+        waited = time.monotonic()
+        device = free.get()
+        got = time.monotonic()
+        self.ledger.wait(got - waited)
+        return device, got
 
     def __enter__(self) -> EvalPool:
         return self

@@ -27,6 +27,7 @@ process when it takes an actor, and is never sent to one.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import os
 import queue
@@ -163,15 +164,8 @@ class RayPool(EvalPool):
         return [f"actor{i}" for i in range(len(self._actors))]
 
     def submit(self, job: EvalJob) -> Future[EvalResult]:
-        self._pending.acquire()
-        ident = self.board.add(job.problem.id)
-        future = self._executor.submit(self._run, job, ident)
-        future.add_done_callback(lambda _: self._release(ident))
-        return future
-
-    def _release(self, ident: int) -> None:
-        self.board.finish(ident)
-        self._pending.release()
+        run = functools.partial(self._run, job)
+        return self._submit_on_board(self._executor, self._pending, job.problem.id, run)
 
     def submit_worker(self, request: WorkerRequest, timeout_s: float) -> Future[WorkerTaskResult]:
         self._pending.acquire()
@@ -266,11 +260,7 @@ class RayPool(EvalPool):
                 from cuda_agent.evaluator.pipeline import execute
 
                 return execute(prepared)
-            self.board.move(ident, "device-wait")
-            waited = time.monotonic()
-            index = self._free.get()
-            got = time.monotonic()
-            self.ledger.wait(got - waited)
+            index, got = self._wait_for_device(ident, self._free)
             tries += 1
             with self._lock:
                 self._busy.add(index)

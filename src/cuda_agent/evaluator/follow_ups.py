@@ -33,7 +33,7 @@ from typing import Any
 from cuda_agent.core.types import Solution, SolutionKind
 from cuda_agent.evaluator.builder.builder import BuildResult
 from cuda_agent.evaluator.compile_baseline import CompileBaseline, compile_baseline
-from cuda_agent.evaluator.memory_check import MemoryCheck, check_memory
+from cuda_agent.evaluator.memory_check import CheckInputs, MemoryCheck, check_memory
 from cuda_agent.evaluator.prepared import Prepared
 from cuda_agent.evaluator.worker.kernel_symbols import device_kernel_names
 
@@ -120,7 +120,7 @@ class FollowUps:
         self.notify("memory", ASAN_STAGE if self.prepared.opts.backend == "cpu" else "memory check")
         prepared = self.prepared
         try:
-            return check_memory(
+            inputs = CheckInputs(
                 prepared.problem,
                 prepared.solution,
                 prepared.opts,
@@ -131,9 +131,9 @@ class FollowUps:
                 prepared.result.language,
                 prebuilt_module(prepared.solution, prepared.builds),
                 kernel_names=names,
-                device=device,
                 cancel=self._cancel,
             )
+            return check_memory(inputs, device)
         finally:
             self.seconds["memory"] = round(time.monotonic() - began, 3)
 

@@ -203,34 +203,43 @@ def sanitizer_command(tool: str, log: Path, kernel_names: list[str] | None) -> l
     return command
 
 
-def check_memory(
-    problem: Problem,
-    solution: Solution,
-    opts: EvalOptions,
-    seed: int,
-    scratch: Path,
-    env: dict[str, str],
-    device_lock: str = "",
-    language: str | None = None,
-    prebuilt: str | None = None,
-    kernel_names: list[str] | None = None,
-    device: dict[str, Any] | None = None,
-    cancel: threading.Event | None = None,
-) -> MemoryCheck:
-    """Run one forward of the candidate under the backend's memory checker.
+@dataclass(frozen=True)
+class CheckInputs:
+    """What one memory check runs (``check_memory``): the candidate, its problem, options and
+    seed, the worker's folder, environment and device lock, and the candidate's build.
 
     ``kernel_names``: on cuda, the device names of the candidate's own kernels, the only ones
-    instrumented (None: every kernel). ``device``: the device's identity (the worker's
-    ``device`` record), which keys the cached answer (None: no cache). ``cancel``: set it to
-    stop the check (its worker is killed; the check is then incomplete).
+    instrumented (None: every kernel). ``cancel``: set it to stop the check (its worker is
+    killed; the check is then incomplete).
+    """
+
+    problem: Problem
+    solution: Solution
+    opts: EvalOptions
+    seed: int
+    scratch: Path
+    env: dict[str, str]
+    device_lock: str = ""
+    language: str | None = None
+    prebuilt: str | None = None
+    kernel_names: list[str] | None = None
+    cancel: threading.Event | None = None
+
+
+def check_memory(inputs: CheckInputs, device: dict[str, Any] | None = None) -> MemoryCheck:
+    """Run one forward of the candidate under the backend's memory checker.
+
+    ``device``: the device's identity (the worker's ``device`` record), which keys the cached
+    answer (None: no cache).
     """
     started = time.monotonic()
+    opts = inputs.opts
     tool = find_compute_sanitizer() if opts.backend == "cuda" else find_asan_runtime()
     key = None
     if tool is not None and device is not None and opts.use_memory_check_cache:
         key = CheckKey(
-            problem,
-            solution,
+            inputs.problem,
+            inputs.solution,
             opts.backend,
             device,
             opts.policy,
@@ -243,42 +252,18 @@ def check_memory(
         if answer is not None:
             fields = {k: answer[k] for k in _ANSWER_FIELDS if k in answer}
             return MemoryCheck(**fields, ran=True, cached=True)
-    check = _run_check(
-        problem,
-        solution,
-        opts,
-        seed,
-        scratch,
-        env,
-        device_lock,
-        language,
-        prebuilt,
-        kernel_names,
-        cancel,
-        tool,
-    )
+    check = _run_check(inputs, tool)
     check.seconds = round(time.monotonic() - started, 3)
     if key is not None and check.ran and check.incomplete is None:
         keep_answer(key, {k: getattr(check, k) for k in _ANSWER_FIELDS})
     return check
 
 
-def _run_check(
-    problem: Problem,
-    solution: Solution,
-    opts: EvalOptions,
-    seed: int,
-    scratch: Path,
-    env: dict[str, str],
-    device_lock: str,
-    language: str | None,
-    prebuilt: str | None,
-    kernel_names: list[str] | None,
-    cancel: threading.Event | None,
-    tool: str | None,
-) -> MemoryCheck:
+def _run_check(inputs: CheckInputs, tool: str | None) -> MemoryCheck:
     """The check itself; ``tool``: compute-sanitizer on cuda, the ASan runtime on cpu (None:
     not found here)."""
+    opts, solution, scratch = inputs.opts, inputs.solution, inputs.scratch
+    prebuilt, kernel_names = inputs.prebuilt, inputs.kernel_names
     scratch.mkdir(parents=True, exist_ok=True)
     if opts.backend == "cuda":
         scope = f"own kernels ({len(kernel_names)} names)" if kernel_names else EVERY_KERNEL
@@ -311,13 +296,13 @@ def _run_check(
     request = worker_request(
         "memory_check",
         opts,
-        problem,
-        seed,
+        inputs.problem,
+        inputs.seed,
         solution_kind=solution.kind.value,
         solution_entry=solution.entry_file,
         prebuilt_module=prebuilt,
-        lock_path=device_lock,
-        uses_triton="triton" in (language or ""),
+        lock_path=inputs.device_lock,
+        uses_triton="triton" in (inputs.language or ""),
         sanitizer=sanitizer,
     )
     began = time.monotonic()
@@ -325,13 +310,13 @@ def _run_check(
         request,
         timeout_s=opts.memory_check_timeout_s,
         scratch=scratch,  # the worker's own folder: the checker's log is written there
-        env={**env, **extra},
+        env={**inputs.env, **extra},
         prefix=prefix,
         files=solution.files,
         sandboxed=opts.sandbox,
         allow_unsandboxed=opts.allow_unsandboxed,
         address_space_limit=opts.backend == "cuda",
-        cancel=cancel,
+        cancel=inputs.cancel,
     )
     report = read_reports(log, opts.backend)
     if opts.backend == "cuda":

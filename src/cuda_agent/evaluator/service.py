@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from cuda_agent.core import secret
+from cuda_agent.core.sockets import read_line
 from cuda_agent.core.types import EvalResult, Problem, Solution
 from cuda_agent.evaluator.prewarm import prewarm
 
@@ -139,13 +140,7 @@ def _send(sock: socket.socket, message: dict[str, Any]) -> None:
 
 
 def _read_line(sock: socket.socket) -> dict[str, Any]:
-    data = b""
-    while not data.endswith(b"\n"):
-        chunk = sock.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    reply = json.loads(data)
+    reply = json.loads(read_line(sock))
     if not isinstance(reply, dict):
         raise ValueError("not a JSON object")
     return reply

@@ -1,9 +1,9 @@
 """``cuda-agent tool ...`` inside an agent's sandbox: forward the command to the harness.
 
-Standard library only, so it starts in milliseconds. The harness's tool server listens on the
-Unix socket named by ``CUDA_AGENT_TOOL_SOCKET``; it runs the evaluation outside the sandbox (no
-network, no GPU and no write access to caches are needed in here) and sends back the text and
-the exit status.
+Standard library only (and ``core/sockets.py``, itself so), so it starts in milliseconds. The
+harness's tool server listens on the Unix socket named by ``CUDA_AGENT_TOOL_SOCKET``; it runs
+the evaluation outside the sandbox (no network, no GPU and no write access to caches are needed
+in here) and sends back the text and the exit status.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import json
 import os
 import socket
 import sys
+
+from cuda_agent.core.sockets import read_line
 
 SOCKET_ENV = "CUDA_AGENT_TOOL_SOCKET"
 TIMEOUT_S = 3600.0
@@ -26,12 +28,7 @@ def forward(argv: list[str]) -> int:
             sock.settimeout(TIMEOUT_S)
             sock.connect(path)
             sock.sendall(json.dumps(request).encode() + b"\n")
-            data = b""
-            while not data.endswith(b"\n"):
-                chunk = sock.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
+            data = read_line(sock)
     except OSError as err:
         print(f"error: the evaluation service is not reachable ({err})", file=sys.stderr)
         return 2
