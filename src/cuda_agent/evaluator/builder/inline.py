@@ -31,24 +31,15 @@ from cuda_agent.evaluator.builder.spec import (
     vet_cxx_flags,
     vet_ld_flags,
 )
+from cuda_agent.solutions.static import INLINE_POSITIONAL
 
 CPP_PRELUDE = "#include <torch/extension.h>\n"
 CUDA_PRELUDE = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n"
 WORKDIR_MODULE = "cuda_extension"
 WORKDIR_CFLAGS: tuple[str, ...] = ()
 WORKDIR_CUDA_CFLAGS = ("--use_fast_math",)
-INLINE_KWARGS = (
-    "name",
-    "cpp_sources",
-    "cuda_sources",
-    "functions",
-    "extra_cflags",
-    "extra_cuda_cflags",
-    "extra_ldflags",
-    "extra_include_paths",
-    "build_directory",
-    "verbose",
-    "with_cuda",
+INLINE_KWARGS = (  # load_inline's parameters: the positional ones, then keyword-only
+    *INLINE_POSITIONAL,
     "is_python_module",
     "with_pytorch_error_handling",
     "keep_intermediates",
