@@ -5,8 +5,9 @@
 ``core/`` only. Every module of the package outside ``core/``, and every benchmark script, is
 parsed with ``ast``; these fail the test, named with file and line:
 
-- ``x.details["key"]``, ``details["key"]`` and ``x.details.get(...)`` / ``.setdefault`` /
-  ``.update`` / ``.pop`` (a dict used as the verdict's details);
+- ``x.details["key"]``, ``details["key"]``, ``x.shown_details()["key"]`` and
+  ``x.details.get(...)`` / ``.setdefault`` / ``.update`` / ``.pop`` (a dict used as the
+  verdict's details);
 - ``"key" in x.details``;
 - ``something["details"]`` and ``something.get("details")`` (the JSON form read by hand).
 
@@ -25,6 +26,9 @@ DICT_METHODS = {"get", "setdefault", "update", "pop", "items", "keys", "values"}
 
 
 def _is_details(node: ast.AST) -> bool:
+    """``x.details``, ``details`` or ``x.shown_details()``."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return node.func.attr == "shown_details"
     return (isinstance(node, ast.Attribute) and node.attr == "details") or (
         isinstance(node, ast.Name) and node.id == "details"
     )
@@ -73,10 +77,11 @@ def test_the_finder_finds_each_kind_of_string_key_read() -> None:
         'c = "shapes" in result.details\n'
         'd = row["result"]["details"]\n'
         'e = row.get("details")\n'
+        'h = result.shown_details()["seed"]\n'
         "f = result.details.seed\n"  # typed: not a finding
         'g = other["key"]\n'  # not a verdict: not a finding
     )
-    assert string_key_reads(planted) == [1, 2, 3, 4, 5, 6]
+    assert string_key_reads(planted) == [1, 2, 3, 4, 5, 6, 7]
 
 
 def test_no_string_key_read_of_details_outside_core() -> None:
