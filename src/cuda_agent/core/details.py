@@ -69,8 +69,8 @@ class EvalDetails:
             value = getattr(self, f.name)
             if value is not None and f.name not in _PROFILE_PARTS.values():
                 out[f.name] = copy.deepcopy(value)
-        if self.profile():
-            out["profile"] = copy.deepcopy(self.profile())
+        if profile := self.profile():
+            out["profile"] = copy.deepcopy(profile)
         return out
 
     @classmethod

@@ -157,7 +157,7 @@ class EvalResult:
             if key == "notes":
                 shown[key] = value + [n for n in shown.get(key, []) if n not in value]
             elif key == "profile":
-                shown[key] = {**value, **shown.get(key, {})}
+                shown[key] = self.profile()
             else:
                 shown[key] = value
         if self.record.builds:
