@@ -26,20 +26,13 @@ check: $(STAMP)
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/mypy
 
-# pytest-xdist: a worker per core and one more (the tests wait on subprocesses, servers and
-# compilers often enough that two workers left a 2-core machine 35% idle); the tests that load
-# a real model share one group, run by one worker in turn (tests/helpers.py real_model).
-# PYTEST_WORKERS=N to choose.
-PYTEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(len(os.sched_getaffinity(0)) + 1)")
-XDIST := -n $(PYTEST_WORKERS) --dist loadgroup
-
 # the fast tier: no test marked slow (a build of its own, workers in numbers, long runs)
 test: check
-	$(BIN)/pytest -q $(XDIST) -m "not slow and not gpu"
+	$(BIN)/pytest -q -n auto -m "not slow and not gpu"
 
 # everything that needs no GPU
 test-all: check
-	$(BIN)/pytest -q $(XDIST) -m "not gpu" --durations=20
+	$(BIN)/pytest -q -n auto -m "not gpu" --durations=20
 
 # Qwen2.5-Coder-1.5B-Instruct's GGUF parts (1.1 GB; --model qwen-coder-1.5b)
 models: $(STAMP)

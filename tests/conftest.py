@@ -23,12 +23,12 @@ LONG_FAST_TEST_S = 20.0  # a fast-tier test that took longer is listed in the su
 _long_fast_tests: list[tuple[float, str]] = []
 os.environ.setdefault("CUDA_AGENT_CACHE", str(REPO / ".cache" / "cuda-agent-tests"))
 if os.environ.get("PYTEST_XDIST_WORKER"):
-    # Under pytest-xdist (the Makefile's `XDIST`: a worker per core and one), one torch thread
-    # per process unless the caller says otherwise: a model or a compile in each worker with
-    # torch's default of a thread per core oversubscribes the cores, and OpenMP's spinning
-    # threads burn the CPU the other workers need (a SmolLM2 GRPO step beside other tests:
-    # 194 s wall and 90 s of CPU with the default, 88 s and 37 s with one thread). Evaluation
-    # workers set their own count; a run without xdist (the GPU tier) keeps torch's default.
+    # Under pytest-xdist (`-n auto`: a worker per core), one torch (OpenMP) thread per process
+    # unless the caller says otherwise: a model or a compile in each worker with torch's default
+    # of a thread per core oversubscribes the cores, and OpenMP's spinning threads burn the CPU
+    # the other worker needs (a SmolLM2 GRPO step beside other tests: 194 s wall and 90 s of CPU
+    # with the default, 88 s and 37 s with one thread). Evaluation workers set their own count;
+    # a run without xdist (the GPU tier) keeps torch's default.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 

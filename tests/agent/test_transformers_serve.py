@@ -41,9 +41,9 @@ from cuda_agent.agent.tool_text import to_text_messages
 from cuda_agent.agent.tools.registry import default_tools
 from cuda_agent.agent.trajectory import read_events
 from cuda_agent.rl.models.path import tiny_model_path
-from tests.helpers import real_model, run_cli, smollm2_folder
+from tests.helpers import run_cli, smollm2_folder
 
-pytestmark = [pytest.mark.slow, real_model()]  # one model server, on one pytest worker
+pytestmark = pytest.mark.slow
 START_TIMEOUT_S = 180.0
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_UPDATE_CHECK": "1"}
 SMALL_PROBLEM = """\
