@@ -128,3 +128,27 @@ def test_a_job_cut_off_by_the_end_of_a_run_is_resumed_last(tmp_path: Path) -> No
     assert set(records) == {"a_quick", "b_stall", "c_quick"}
     assert all(r.correct for r in records.values())
     assert read_started(run)[("b_stall", 0)] == 2  # once per run
+
+
+def test_an_attempt_is_counted_before_it_is_written(tmp_path: Path) -> None:
+    """``run.json``'s figures count an attempt before results.jsonl holds it (``bench.run._keep``):
+    the other way round, a SIGTERM between the two left a record on disk and, when it was the
+    run's first, no figures at all (the slow test above, once, under load). A problem with no
+    solution gives its verdict without an evaluation."""
+    from cuda_agent.bench.run import run_solutions
+    from cuda_agent.cluster.local import LocalPool
+    from cuda_agent.problems.sets import resolve_problem
+    from tests.helpers import fast_options
+
+    out, empty = tmp_path / "run", tmp_path / "solutions"
+    empty.mkdir()
+    on_disk_when_counted: list[int] = []
+
+    def progress(record: object, finished: int, total: int) -> None:
+        on_disk_when_counted.append(len(read_records(out)))
+
+    with LocalPool("cpu") as pool:
+        problems = [resolve_problem(pid, "small") for pid in ("relu", "row_sum")]
+        records = run_solutions(problems, empty, pool, fast_options(), out, progress)
+    assert on_disk_when_counted == [0, 1]  # each counted while not yet written
+    assert [r.problem_id for r in read_records(out)] == [r.problem_id for r in records]

@@ -114,10 +114,7 @@ def run_solutions(
             solution=source,
             wall_s=round(time.monotonic() - started, 2),
         )
-        append_record(out_dir, record)
-        records.append(record)
-        if progress:
-            progress(record, len(records), len(todo))
+        _keep(out_dir, record, records, len(todo), progress)
     return records
 
 
@@ -183,12 +180,30 @@ def run_agent(
     with ThreadPoolExecutor(max_workers=max(1, agent.parallel)) as executor:
         futures = [executor.submit(episode, p, k) for p, k in todo]
         for future in as_completed(futures):
-            record = future.result()
-            append_record(out_dir, record)
-            records.append(record)
-            if progress:
-                progress(record, len(records), len(todo))
+            _keep(out_dir, future.result(), records, len(todo), progress)
     return records
+
+
+def _keep(
+    out_dir: Path,
+    record: AttemptRecord,
+    records: list[AttemptRecord],
+    total: int,
+    progress: Progress | None,
+) -> None:
+    """One finished attempt: counted (``records``, then ``progress``: the live counts and
+    run.json's figures, ``bench.run_figures``), then written to results.jsonl.
+
+    Counted first so that a run cut by a signal between the two has the attempt in its figures
+    (its work was done; not on disk, the resumed run does it again). Written first, a record
+    could be on disk while a run cut right after its first verdict wrote no figures at all
+    (``tests/bench/test_resume_order.py`` under load: run.json without ``ended``)."""
+    records.append(record)
+    try:
+        if progress:
+            progress(record, len(records), total)
+    finally:
+        append_record(out_dir, record)
 
 
 def _remaining(out_dir: Path, keys: list[Key]) -> tuple[list[Key], list[str]]:
