@@ -20,7 +20,7 @@ Phases (each fits one 10-minute device call; what the next needs stays in ``--st
   ``base`` (the base model at ``--temperature``), ``null`` (the same sampling with another seed,
   no training: the noise floor), ``greedy`` (the base at temperature 0, one reply), ``rft``,
   ``rft2``, ``mixed``, ``grpo``, ``teacher`` (the ``--teacher`` model itself, sampled as
-  ``base``) -> ``STATE/heldout/ARM.json``;
+  ``base``), ``teacher-rft`` -> ``STATE/heldout/ARM.json``;
 * ``learnable``: the RFT model sampled over the training split as ``rft`` sampled the base
   (untimed, the same verdict cache) -> ``STATE/rft/learnable-rft.json``: the problems the
   fine-tuned model passes strictly between 0 and 1 times, which ``grpo`` then trains on (the
@@ -39,6 +39,8 @@ Phases (each fits one 10-minute device call; what the next needs stays in ``--st
 * ``mixed``: the base model fine-tuned as in ``rft2``, on the passing, deduplicated replies of
   the base's, the RFT model's and the teacher's samples (the 0.5B's own first, so the teacher's
   fill only what its own leave under ``--per-problem``) -> ``STATE/mixed/model``;
+* ``teacher-rft``: the teacher fine-tuned on its own sample's passing, deduplicated replies (the
+  ``rft`` round for the ``--teacher`` model) -> ``STATE/teacher-rft/model``;
 * ``grpo``: GRPO from the RFT model on its learnable training problems, set against collapse
   (``rl.trl.settings.StableGRPO``: ``--rollouts`` a step, loss ``grpo``, KL ``--beta``, constant
   ``--lr``, truncated replies masked; ``rl.trl.guards``: stop when no-answer replies double or
@@ -46,7 +48,8 @@ Phases (each fits one 10-minute device call; what the next needs stays in ``--st
   ``STATE/grpo/model``;
 * ``report``: every arm scored so far against ``base`` (``rl.curriculum.report``: pass rates
   with intervals from resampling problems, the paired difference and its sign test, outcome
-  mix, pass@8, rewarded replies with an integrity flag) and per op and family ->
+  mix, pass@8, rewarded replies with an integrity flag; the teacher's own arms also against
+  ``teacher``) and per op and family ->
   ``OUT/learning.json``, ``OUT/learning.md``; the table is printed last.
 
 Every evaluation is the harness's under the task's policy (``strict`` for ``kernel``, the
@@ -62,8 +65,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-ARMS = ("base", "null", "greedy", "rft", "rft2", "mixed", "grpo", "teacher")
-TRAINED = ("rft", "rft2", "mixed", "grpo")  # the arms whose model is STATE/ARM/model
+ARMS = ("base", "null", "greedy", "rft", "rft2", "mixed", "grpo", "teacher", "teacher-rft")
+TRAINED = ("rft", "rft2", "mixed", "grpo", "teacher-rft")  # their model: STATE/ARM/model
 LEARNABLE_AFTER_RFT = "learnable-rft.json"  # the learnable phase's; grpo prefers it
 
 
@@ -73,7 +76,8 @@ def log(message: str) -> None:
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    phases = ("rft", "learnable", "teacher", "rft2", "mixed", "heldout", "grpo", "report")
+    phases = ("rft", "learnable", "teacher", "teacher-rft", "rft2", "mixed", "heldout", "grpo")
+    phases += ("report",)
     parser.add_argument("phase", choices=phases)
     parser.add_argument("arm", nargs="?", choices=ARMS, help="the arm of a heldout phase")
     parser.add_argument("--model", default="qwen-coder-0.5b")
@@ -283,6 +287,28 @@ def phase_teacher(args: argparse.Namespace, state: Path) -> None:
     )
 
 
+def phase_teacher_rft(args: argparse.Namespace, state: Path) -> None:
+    """The teacher's own RFT round (module docstring), on the ``teacher`` phase's sample."""
+    from cuda_agent.rl.models.path import resolve_model_path
+    from cuda_agent.rl.trl.curriculum_rft import run_rft
+
+    sample = state / "teacher-sample" / "samples.jsonl"
+    if not sample.is_file():
+        raise SystemExit(f"teacher-rft: no sample at {sample} (run the teacher phase first)")
+    summary = run_rft(
+        resolve_model_path(args.teacher),
+        args.task,
+        args.backend,
+        state / "teacher-rft",
+        folder=folder_of(args),
+        sft=sft_settings(args),
+        per_problem=args.per_problem,
+        samples_file=sample,
+        log=log,
+    )
+    print(json.dumps({k: summary[k] for k in ("learnable", "examples", "outcomes")}))
+
+
 def phase_heldout(args: argparse.Namespace, state: Path, model: str) -> None:
     from cuda_agent.rl.curriculum.generation import SamplingSettings
     from cuda_agent.rl.curriculum.sampling import sample_split
@@ -408,8 +434,12 @@ def phase_report(args: argparse.Namespace, state: Path) -> None:
         if summary.is_file():
             extra[name] = summary.read_text(encoding="utf-8")
     data = to_dict(arms, "base", ks=(1, args.samples))
-    (out / "learning.json").write_text(json.dumps(data | {"runs": extra}, indent=1), "utf-8")
     table = markdown_table(arms, "base", k=args.samples)
+    teacher_arms = [arm for arm in arms if arm.name.startswith("teacher")]
+    if len(teacher_arms) > 1 and teacher_arms[0].name == "teacher":  # its RFT against itself
+        data["against_teacher"] = to_dict(teacher_arms, "teacher", ks=(1, args.samples))
+        table += "\n\n" + markdown_table(teacher_arms, "teacher", k=args.samples)
+    (out / "learning.json").write_text(json.dumps(data | {"runs": extra}, indent=1), "utf-8")
     families = per_op_table(arms, by="family")
     ops = per_op_table(arms)
     (out / "learning.md").write_text(f"{table}\n\n{families}\n\n{ops}\n", encoding="utf-8")
@@ -433,6 +463,8 @@ def main(argv: list[str] | None = None) -> int:
         phase_learnable(args, state)
     elif args.phase == "teacher":
         phase_teacher(args, state)
+    elif args.phase == "teacher-rft":
+        phase_teacher_rft(args, state)
     elif args.phase in ("rft2", "mixed"):
         phase_union(args, state, model, args.phase)
     elif args.phase == "heldout":

@@ -22,6 +22,8 @@
 #                                                         the teacher
 #   bash benchmarks/recipes/kernel_learning.sh heldout mixed
 #   bash benchmarks/recipes/kernel_learning.sh heldout teacher   the teacher's own row
+#   bash benchmarks/recipes/kernel_learning.sh teacher-rft   the teacher fine-tuned on its own
+#                                                         passing replies; heldout teacher-rft
 #   bash benchmarks/recipes/kernel_learning.sh grpo       GRPO from the RFT model until the deadline
 #   bash benchmarks/recipes/kernel_learning.sh heldout grpo
 #   bash benchmarks/recipes/kernel_learning.sh report     the table (also after any heldout)
@@ -56,19 +58,20 @@ run() {
 keep_state() { # one archive: the device tool brings back only a few files per call
   (cd /tmp/learn-state 2>/dev/null &&
     find . \( -path ./rft/model -o -path ./rft2/model -o -path ./mixed/model -o -path ./grpo/model \
+      -o -path ./teacher-rft/model \
       -o -path '*/trainer' \) \
       -prune -o -type f \( -name '*.json' -o -name '*.jsonl' \) -print |
     tar czf "$OUT/learn-state.tgz" -T -)
 }
 case "${1:-}" in
-rft | learnable | teacher | rft2 | mixed | grpo | report)
+rft | learnable | teacher | teacher-rft | rft2 | mixed | grpo | report)
   recipe_start
   run "$1"
   row "kernel learning, $1:" "$(quiet <"$OUT/learning.log" | tail -3 | joined)"
   ;;
 heldout)
   recipe_start
-  run heldout "${2:?heldout ARM: base, null, greedy, rft, rft2, mixed, grpo or teacher}"
+  run heldout "${2:?heldout ARM: one of the ARMS of benchmarks/kernel_learning.py}"
   run report
   row "kernel learning, heldout $2:" "$(quiet <"$OUT/learning.log" | grep held-out | tail -1)"
   ;;
@@ -94,7 +97,8 @@ smoke)
   row "kernel learning smoke:" "$(quiet <"$OUT/learning.log" | grep -E "held-out|grpo:|fine-tuned" | joined)"
   ;;
 *)
-  echo "usage: $0 rft|learnable|teacher|rft2|mixed|heldout ARM|grpo|report|smoke|restore" >&2
+  echo "usage: $0 rft|learnable|teacher|teacher-rft|rft2|mixed|heldout ARM|grpo|report" \
+    "|smoke|restore" >&2
   exit 2
   ;;
 esac
