@@ -20,7 +20,7 @@ from pathlib import Path
 
 
 def start_once(backend: str, env: dict[str, str], folder: Path) -> float:
-    from cuda_agent.evaluator.worker_spawn import discard, poll_ready, spawn_worker
+    from cuda_agent.evaluator.launch.worker_spawn import discard, poll_ready, spawn_worker
 
     started = time.monotonic()
     handle = spawn_worker(backend, env, folder, sandboxed=True)
@@ -42,7 +42,7 @@ def main() -> None:
     os.environ["CUDA_AGENT_ISOLATION"] = args.isolation
     os.environ.setdefault("CUDA_AGENT_CACHE", tempfile.mkdtemp(prefix="ca-start-cache-"))
 
-    from cuda_agent.evaluator.worker_spawn import TEMPLATE_ENV, worker_env
+    from cuda_agent.evaluator.launch.worker_spawn import TEMPLATE_ENV, worker_env
 
     root = Path(tempfile.mkdtemp(prefix="ca-start-"))
     root.chmod(0o755)  # the sandbox user (when running as root) must reach its worker folder

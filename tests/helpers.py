@@ -28,8 +28,8 @@ from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.worker.protocol import TimingOptions
 
 if TYPE_CHECKING:
+    from cuda_agent.evaluator.launch.worker_process import WorkerOutcome
     from cuda_agent.evaluator.service import EvalService
-    from cuda_agent.evaluator.worker_process import WorkerOutcome
 
 FAST_TIMING = dict(
     warmup_ms=2.0,
@@ -130,8 +130,8 @@ def run_relu_worker(
     """A real evaluate worker (cpu, ``fast_options``) for the single-file candidate
     ``candidate`` on the small relu problem, in ``tmp_path / "worker"``; ``extra_files`` go
     into its folder beside the candidate, the keyword arguments to ``run_worker``."""
-    from cuda_agent.evaluator.requests import worker_request
-    from cuda_agent.evaluator.worker_process import run_worker
+    from cuda_agent.evaluator.launch.requests import worker_request
+    from cuda_agent.evaluator.launch.worker_process import run_worker
     from cuda_agent.problems.sets import resolve_problem
     from cuda_agent.solutions.loader import load_solution
 

@@ -48,7 +48,7 @@ def test_one_sandbox_policy_for_episodes_in_the_whole_package() -> None:
     assert writers == {
         "environment.py": 1,
         "workspace/sandbox.py": 2,  # the module's own probe of the isolation modes
-        "evaluator/worker_spawn.py": 1,
+        "evaluator/launch/worker_spawn.py": 1,
         "evaluator/builder/compile_sandbox.py": 1,
     }
     socket_users = {

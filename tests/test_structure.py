@@ -7,7 +7,10 @@ of the module ``a.b.c``, or of its nearest parent that is a module of the packag
 other packages are left out. A strongly connected component of more than one module (or a
 module importing itself) fails the test, named; so does an import of a higher layer than the
 importer's (``cuda_agent/__init__.py``: "The package is layered ...") or of the package root
-(the front door, which imports the layers, not the other way round).
+(the front door, which imports the layers, not the other way round). Inside the evaluator, the
+same holds for its parts (``evaluator/__init__.py``: "The evaluator is layered ..."), and its
+worker imports only the packages that sentence names outside the evaluator. The worker's mode
+table (``evaluator/worker/__init__.py``) names the modules ``worker/modes/`` holds.
 """
 
 from __future__ import annotations
@@ -189,3 +192,114 @@ def test_imports_follow_the_documented_layers() -> None:
             if layers[high] > layers[low]:
                 wrong.append(f"{module} ({low}) imports {target} ({high}), a higher layer")
     assert not wrong, "\n".join(wrong)
+
+
+EVALUATOR = f"{PACKAGE}.evaluator"
+
+
+def documented_evaluator_layers(root: Path = ROOT) -> tuple[dict[str, int], set[str]]:
+    """The evaluator's parts (subpackage or top-level module) -> layer, lowest first, and the
+    top-level packages its worker may import besides the evaluator, from the layering sentence
+    of ``evaluator/__init__.py``."""
+    source = (root / "evaluator" / "__init__.py").read_text(encoding="utf-8")
+    doc = ast.get_docstring(ast.parse(source)) or ""
+    found = re.search(r"The evaluator is layered[^:]*:(.*?);(.*?)\(", doc, re.S)
+    assert found, "the evaluator's docstring has no layering sentence"
+    layers = [re.findall(r"``(\w+)``", part) for part in found.group(1).split("<-")]
+    outside = re.search(r"outside the evaluator, ``worker`` imports only(.*)", found.group(2), re.S)
+    assert outside, "the layering sentence does not say what the worker imports"
+    allowed = set(re.findall(r"``(\w+)``", outside.group(1)))
+    return {name: level for level, names in enumerate(layers) for name in names}, allowed
+
+
+def evaluator_part(module: str) -> str | None:
+    """``cuda_agent.evaluator.checks.shapes`` -> ``checks``; None outside the evaluator's parts."""
+    if not module.startswith(EVALUATOR + "."):
+        return None
+    return module.split(".")[2]
+
+
+def evaluator_violations(
+    graph: dict[str, set[str]], layers: dict[str, int], worker_imports: set[str]
+) -> list[str]:
+    """The evaluator's imports of a higher part than the importer's, and the worker's imports of
+    a top-level package other than those allowed."""
+    wrong = []
+    for module, targets in sorted(graph.items()):
+        low = evaluator_part(module)
+        if low is None:
+            continue
+        for target in sorted(targets):
+            high = evaluator_part(target)
+            if high is not None and layers[high] > layers[low]:
+                wrong.append(f"{module} ({low}) imports {target} ({high}), a higher part")
+            top = target.split(".")[1] if target.count(".") >= 1 else target
+            if (
+                low == "worker"
+                and high is None
+                and top != "evaluator"
+                and top not in worker_imports
+            ):
+                wrong.append(f"{module} (worker) imports {target} ({top})")
+    return wrong
+
+
+def test_evaluator_imports_follow_its_documented_layers() -> None:
+    layers, worker_imports = documented_evaluator_layers()
+    graph = import_graph()
+    parts = {part for part in map(evaluator_part, graph) if part is not None}
+    assert parts == set(layers), "the evaluator's layering sentence lists other parts"
+    assert layers["builder"] < layers["worker"] < layers["launch"] < layers["checks"]
+    wrong = evaluator_violations(graph, layers, worker_imports)
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_evaluator_rule_catches_a_planted_violation(tmp_path: Path) -> None:
+    pkg = tmp_path / PACKAGE
+    for folder in ("evaluator/worker", "evaluator/launch", "evaluator/checks", "problems"):
+        (pkg / folder).mkdir(parents=True)
+        (pkg / folder / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "evaluator" / "__init__.py").write_text("")
+    (pkg / "core.py").write_text("")
+    (pkg / "problems" / "sets.py").write_text("")
+    (pkg / "evaluator" / "pipeline.py").write_text("from .checks import shapes\n")
+    (pkg / "evaluator" / "checks" / "shapes.py").write_text("from ..launch import spawn\n")
+    (pkg / "evaluator" / "launch" / "spawn.py").write_text(
+        "def f():\n    from cuda_agent.evaluator.checks.shapes import plan\n"
+    )
+    (pkg / "evaluator" / "worker" / "mode.py").write_text(
+        "import cuda_agent.core\nfrom cuda_agent.problems import sets\n"
+        "from cuda_agent.evaluator import pipeline\n"
+    )
+    layers, worker_imports = documented_evaluator_layers()
+    ev = EVALUATOR
+    assert evaluator_violations(import_graph(pkg), layers, worker_imports) == [
+        f"{ev}.launch.spawn (launch) imports {ev}.checks.shapes (checks), a higher part",
+        f"{ev}.worker.mode (worker) imports {ev}.pipeline (pipeline), a higher part",
+        f"{ev}.worker.mode (worker) imports {PACKAGE}.problems.sets (problems)",
+    ]
+
+
+def test_the_worker_mode_table_names_the_mode_modules() -> None:
+    doc = ast.get_docstring(ast.parse((ROOT / "evaluator/worker/__init__.py").read_text())) or ""
+    rows = re.findall(r"^(\w+) +``modes/(\w+)\.py`` +``([\w/]+\.py)``$", doc, re.M)
+    assert rows, "the worker's docstring has no mode table"
+    assert all(mode == module for mode, module, _ in rows), rows
+    held = {p.stem for p in (ROOT / "evaluator/worker/modes").glob("*.py")} - {"__init__"}
+    assert {mode for mode, _, _ in rows} == held
+    assert all((ROOT / parent).is_file() for _, _, parent in rows), rows
+
+
+def test_no_module_name_twice_in_the_evaluator() -> None:
+    """A module's file name says which module it is anywhere under ``evaluator/`` (the worker's
+    modes keep the mode's name; the parent side names what it does with the mode)."""
+    seen: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "evaluator").rglob("*.py")):
+        rel = path.relative_to(ROOT / "evaluator").as_posix()
+        if path.name not in ("__init__.py", "__main__.py") and not rel.startswith(
+            "builder/include/"
+        ):
+            seen.setdefault(path.name, []).append(rel)
+    twice = {name: places for name, places in seen.items() if len(places) > 1}
+    assert not twice, twice

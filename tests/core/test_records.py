@@ -20,7 +20,7 @@ from cuda_agent.core.records import (
     parse_record,
 )
 from cuda_agent.core.types import EvalResult, Problem
-from cuda_agent.evaluator.problem_check import check_problem_runtime, report_json
+from cuda_agent.evaluator.checks.problem_runtime import check_problem_runtime, report_json
 from cuda_agent.evaluator.worker.protocol import MODES
 
 
@@ -28,7 +28,7 @@ def test_every_worker_mode_answers_its_own_record_class() -> None:
     assert tuple(RECORDS) == MODES
     for mode, kind in RECORDS.items():
         assert mode == kind.MODE and issubclass(kind, WorkerRecord)
-        run = importlib.import_module(f"cuda_agent.evaluator.worker.{mode}").run
+        run = importlib.import_module(f"cuda_agent.evaluator.worker.modes.{mode}").run
         assert get_type_hints(run)["return"] is kind, mode
 
 

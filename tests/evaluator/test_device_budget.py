@@ -26,9 +26,9 @@ from cuda_agent.evaluator.device_budget import (
     BudgetRule,
     planned_calls,
 )
+from cuda_agent.evaluator.launch.worker_process import Deadline, WorkerOutcome
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.pipeline import evaluate, execute, prepare
-from cuda_agent.evaluator.worker_process import Deadline, WorkerOutcome
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.solutions.loader import load_solution
 from tests.helpers import fast_options, relu_solution

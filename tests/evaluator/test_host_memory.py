@@ -1,4 +1,4 @@
-"""The host-memory watch and the OOM killer's count (``evaluator/host_memory.py``), on real
+"""The host-memory watch and the OOM killer's count (``evaluator/launch/host_memory.py``), on real
 processes: a tree's anonymous memory summed, a real evaluate worker (cpu backend, its address-
 space cap off so only the watch can stop it) killed past a watched cap and the verdict naming
 ``memory_cap``, and a worker that dies of SIGKILL named ``host_oom`` only when the OOM killer's
@@ -19,14 +19,15 @@ from pathlib import Path
 import pytest
 
 from cuda_agent.core.types import EvalResult
-from cuda_agent.evaluator import host_memory, pipeline
-from cuda_agent.evaluator.host_memory import (
+from cuda_agent.evaluator import pipeline
+from cuda_agent.evaluator.launch import host_memory
+from cuda_agent.evaluator.launch.host_memory import (
     MemoryWatch,
     killed_by_oom,
     oom_kills,
     tree_anonymous_bytes,
 )
-from cuda_agent.evaluator.worker_process import WorkerOutcome
+from cuda_agent.evaluator.launch.worker_process import WorkerOutcome
 from cuda_agent.workspace.memory_cap import MEMORY_CAP_ENV
 from tests.helpers import run_relu_worker
 

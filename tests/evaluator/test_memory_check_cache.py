@@ -1,8 +1,8 @@
-"""The memory check's cached answers (``evaluator/memory_check_cache.py``): an answer kept for a
-key is read back for that key only (another solution, problem, tolerance, device, precision,
-backend or checker misses), a forged or replayed entry reads as None, and, end to end on the
-cpu backend (AddressSanitizer), a repeated evaluation of the same solution reports the cached
-answer with the same verdict while ``use_memory_check_cache=False`` checks it again.
+"""The memory check's cached answers (``evaluator/checks/memory_check_cache.py``): an answer
+kept for a key is read back for that key only (another solution, problem, tolerance, device,
+precision, backend or checker misses), a forged or replayed entry reads as None, and, end to end
+on the cpu backend (AddressSanitizer), a repeated evaluation of the same solution reports the
+cached answer with the same verdict while ``use_memory_check_cache=False`` checks it again.
 
 Every test points ``CUDA_AGENT_CACHE`` at its own folder, so its answers start from none. The
 unit tests have their own signing key too; the two end-to-end tests share the session cache's
@@ -27,7 +27,7 @@ import pytest
 from cuda_agent.core import secret
 from cuda_agent.core.paths import baselines_dir, builds_dir, ensure_dir
 from cuda_agent.core.types import Problem, Solution
-from cuda_agent.evaluator.memory_check_cache import (
+from cuda_agent.evaluator.checks.memory_check_cache import (
     CheckKey,
     cached_answer,
     keep_answer,

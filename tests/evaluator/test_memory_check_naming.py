@@ -1,7 +1,7 @@
-"""How the memory check names a wrong checked output (``evaluator/memory_check.py``): wrong on
-the check's own seed and right, filled, on verification's inputs and weights is a wrong kernel
-(``output_mismatch:check_seed``, L2_58 in docs/compat.md); wrong on both is a read of memory
-never written (``memory_error:uninitialized``). The worker's side runs in the M fixtures
+"""How the memory check names a wrong checked output (``evaluator/checks/memory_safety.py``):
+wrong on the check's own seed and right, filled, on verification's inputs and weights is a wrong
+kernel (``output_mismatch:check_seed``, L2_58 in docs/compat.md); wrong on both is a read of
+memory never written (``memory_error:uninitialized``). The worker's side runs in the M fixtures
 (tests/adversarial, on the cpu backend) and on the GPU (tests/gpu/test_memory_check_gpu.py)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from cuda_agent.bench.agreement import our_reason
 from cuda_agent.core.records import StageError
 from cuda_agent.core.types import EvalResult
-from cuda_agent.evaluator.memory_check import MemoryCheck
+from cuda_agent.evaluator.checks.memory_safety import MemoryCheck
 
 MISMATCH = "max abs diff 0.32 at [0, 0, 3]"
 

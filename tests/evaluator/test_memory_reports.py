@@ -1,7 +1,7 @@
-"""Reading the memory checkers' reports (``evaluator/memory_reports.py``): compute-sanitizer's
-memcheck log and AddressSanitizer's report files, as text written here in the shape the tools
-write them (the memcheck log as CUDA 12/13's compute-sanitizer writes it; the ASan report as
-gcc 12's libasan wrote it for the m4 fixture, its Python frames shortened).
+"""Reading the memory checkers' reports (``evaluator/checks/memory_reports.py``):
+compute-sanitizer's memcheck log and AddressSanitizer's report files, as text written here in
+the shape the tools write them (the memcheck log as CUDA 12/13's compute-sanitizer writes it;
+the ASan report as gcc 12's libasan wrote it for the m4 fixture, its Python frames shortened).
 
 What it does not check: running either checker (tests/adversarial for ASan, tests/gpu for
 memcheck).
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cuda_agent.evaluator.memory_reports import (
+from cuda_agent.evaluator.checks.memory_reports import (
     MAX_FINDINGS,
     parse_asan,
     parse_memcheck,

@@ -1,4 +1,4 @@
-from cuda_agent.evaluator.ncu_profile import parse_ncu_csv
+from cuda_agent.evaluator.checks.ncu_metrics import parse_ncu_csv
 
 OCC = "sm__warps_active.avg.pct_of_peak_sustained_active"
 CSV = f"""==PROF== Connected to process 1

@@ -148,7 +148,7 @@ def test_workdir_with_an_undefined_symbol_fails_at_build(tmp_path: Path) -> None
 @pytest.mark.slow
 def test_the_sandboxed_worker_reuses_the_parents_builds(tmp_path: Path) -> None:
     from cuda_agent.core.paths import cache_root
-    from cuda_agent.evaluator.worker_spawn import worker_sandbox
+    from cuda_agent.evaluator.launch.worker_spawn import worker_sandbox
 
     policy = worker_sandbox("cpu", {}, tmp_path).policy
     assert policy.extra_env["CUDA_AGENT_CACHE"] == str(cache_root())  # HOME is moved in there

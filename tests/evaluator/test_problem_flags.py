@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cuda_agent.core.types import EvalResult
-from cuda_agent.evaluator import problem_lint
+from cuda_agent.evaluator.checks import task_lint
 from cuda_agent.evaluator.pipeline import evaluate
 from cuda_agent.problems.loader import load_problem_file
 from cuda_agent.solutions.loader import load_solution
@@ -74,7 +74,7 @@ def test_a_constant_problem_is_flagged_once_then_from_the_cache(tmp_path: Path) 
     assert any(w.startswith("degenerate problem (") for w in first.warnings)
     assert "problem_lint" in first.record.worker_phases_s  # linted in the worker
     assert first.to_dict()["problem_flags"] == first.problem_flags
-    assert problem_lint.cached_lint(problem, fast_options(policy="off")) is not None
+    assert task_lint.cached_lint(problem, fast_options(policy="off")) is not None
 
     second = _eval(problem, solution)
     assert second.problem_flags == first.problem_flags
@@ -104,12 +104,12 @@ def test_a_failure_before_the_worker_carries_the_cached_flags_or_none(tmp_path: 
 
 def test_the_cache_key_follows_what_decides_a_match(tmp_path: Path) -> None:
     problem = _problem(tmp_path, "linear_relu", CLEAN)
-    base = problem_lint.cache_key(problem, fast_options())
-    assert base == problem_lint.cache_key(problem, fast_options(policy="off"))
-    assert base != problem_lint.cache_key(problem, fast_options(atol=1e-4))
-    assert base != problem_lint.cache_key(problem, fast_options(precision="tf32"))
+    base = task_lint.cache_key(problem, fast_options())
+    assert base == task_lint.cache_key(problem, fast_options(policy="off"))
+    assert base != task_lint.cache_key(problem, fast_options(atol=1e-4))
+    assert base != task_lint.cache_key(problem, fast_options(precision="tf32"))
     other = _problem(tmp_path, "min_clamp", CONSTANT)
-    assert base != problem_lint.cache_key(other, fast_options())
+    assert base != task_lint.cache_key(other, fast_options())
 
 
 def test_a_single_trial_lints_in_part_and_caches_nothing(tmp_path: Path) -> None:
@@ -119,4 +119,4 @@ def test_a_single_trial_lints_in_part_and_caches_nothing(tmp_path: Path) -> None
     assert result.correct, result.error
     assert "constant_pass" in (result.problem_flags or [])
     assert "independent_of_inputs" not in (result.problem_flags or [])  # one input set only
-    assert problem_lint.cached_lint(problem, options) is None
+    assert task_lint.cached_lint(problem, options) is None

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from cuda_agent.evaluator.process_group import group_members, kill_group_and_wait
+from cuda_agent.evaluator.launch.process_group import group_members, kill_group_and_wait
 
 # an argument no other process on the machine gives sleep (another test process, another run)
 SLEEPERS = f"sleep 600.{os.getpid()}"

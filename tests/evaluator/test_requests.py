@@ -8,8 +8,8 @@ import pytest
 
 from cuda_agent.core.errors import ConfigError
 from cuda_agent.core.records import EvaluationRecord
+from cuda_agent.evaluator.launch.requests import worker_request
 from cuda_agent.evaluator.options import EvalOptions
-from cuda_agent.evaluator.requests import worker_request
 from cuda_agent.evaluator.worker.protocol import (
     MAX_TIMED_ROUNDS,
     EvalSettings,

@@ -4,8 +4,8 @@ import threading
 
 import pytest
 
-from cuda_agent.evaluator.spare_workers import SpareWorkers
-from cuda_agent.evaluator.worker_spawn import worker_env
+from cuda_agent.evaluator.launch.spare_workers import SpareWorkers
+from cuda_agent.evaluator.launch.worker_spawn import worker_env
 from cuda_agent.workspace.isolation import bwrap_usable
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from cuda_agent.evaluator.worker_process import WorkerOutcome
+from cuda_agent.evaluator.launch.worker_process import WorkerOutcome
 from tests.helpers import lock_free, run_relu_worker, wait_for
 
 LOCK_NAME = "alive.lock"

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from cuda_agent.evaluator.launch.worker_spawn import spawn_worker, worker_env
+from cuda_agent.evaluator.launch.worker_template import ForkedWorker, Templates
 from cuda_agent.evaluator.pipeline import evaluate
 from cuda_agent.evaluator.worker.template import cuda_driver_loaded, cuda_forks_work
-from cuda_agent.evaluator.worker_spawn import spawn_worker, worker_env
-from cuda_agent.evaluator.worker_template import ForkedWorker, Templates
 from cuda_agent.examples import examples_root
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.solutions.loader import load_solution

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from cuda_agent.core.records import ShapePlanRecord
-from cuda_agent.evaluator.requests import worker_request
+from cuda_agent.evaluator.launch.requests import worker_request
+from cuda_agent.evaluator.worker.modes.shape_plan import run as run_shape_plan
 from cuda_agent.evaluator.worker.protocol import EvalSettings, ResultChannel
-from cuda_agent.evaluator.worker.shape_plan import run as run_shape_plan
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.problems.source import apply_size_overrides
 from tests.helpers import source_problem

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from cuda_agent.core.types import EvalResult
+from cuda_agent.evaluator.checks.shapes import skip_reason
 from cuda_agent.evaluator.pipeline import _finish, evaluate
-from cuda_agent.evaluator.shapes import skip_reason
 from cuda_agent.examples import examples_root
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.solutions.loader import load_solution

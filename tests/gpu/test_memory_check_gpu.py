@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cuda_agent.evaluator.memory_check import find_compute_sanitizer
+from cuda_agent.evaluator.checks.memory_safety import find_compute_sanitizer
 from cuda_agent.evaluator.pipeline import evaluate
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.solutions.loader import load_solution

@@ -10,7 +10,7 @@ import pytest
 
 from cuda_agent.core.errors import ConfigError
 from cuda_agent.evaluator.builder.compile_sandbox import confine_compiler
-from cuda_agent.evaluator.worker_spawn import worker_sandbox
+from cuda_agent.evaluator.launch.worker_spawn import worker_sandbox
 from cuda_agent.workspace import memory_cap
 from cuda_agent.workspace.memory_cap import (
     MEMORY_CAP_ENV,

@@ -6,7 +6,8 @@ the line is read), the trajectory file of an agent attempt (relative to
 the run folder) and the wall time. Records are appended as attempts finish, so a crash loses
 nothing and a rerun skips what is done. Per problem, the *chosen* attempt is the best correct
 one (highest speed-up vs torch.compile, then vs eager), as the paper reports the best solution.
-A result may carry the problem's task lint (``problem_flags``, see ``evaluator/problem_lint.py``).
+A result may carry the problem's task lint (``problem_flags``, see
+``evaluator/checks/task_lint.py``).
 
 ``started.jsonl`` beside it gets a line the moment an attempt starts (a job takes its device; an
 agent episode begins): an attempt started but with no record was cut off (the run was killed or

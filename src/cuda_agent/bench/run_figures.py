@@ -7,7 +7,7 @@ writes ``utilization`` (``cluster.ledger.utilization``) with ``ended`` into ``ru
 * ``interrupted (KeyboardInterrupt)`` or another exception's name: the block left early;
 * ``signal SIGTERM`` / ``signal SIGHUP``: the command was told to end (``timeout``, a job
   scheduler); the figures are written first, then the handler that was there before runs
-  (``evaluator.worker_spawn.kill_workers_on_termination``: the workers killed, the process
+  (``evaluator.launch.worker_spawn.kill_workers_on_termination``: the workers killed, the process
   dies of the signal as usual).
 
 Nothing is written when the run made no result (a resume with nothing left keeps the figures

@@ -90,7 +90,7 @@ def main() -> None:
         sys.argv = [sys.argv[0], *(a for a in sys.argv[1:] if a != ALLOW_FLAG)]
         os.environ[ALLOW_UNSANDBOXED_ENV] = "1"
     install_diagnostics()
-    from cuda_agent.evaluator.worker_spawn import kill_workers_on_termination
+    from cuda_agent.evaluator.launch.worker_spawn import kill_workers_on_termination
 
     kill_workers_on_termination()
     sys.exit(run_app())

@@ -24,7 +24,7 @@ from cuda_agent.cli.progress_log import Reporter
 from cuda_agent.cluster.board import JobBoard
 from cuda_agent.core.errors import CudaAgentError, ProblemError
 from cuda_agent.core.types import Problem
-from cuda_agent.evaluator.problem_check import (
+from cuda_agent.evaluator.checks.problem_runtime import (
     check_problem_runtime,
     check_record,
     check_request,

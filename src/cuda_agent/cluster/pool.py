@@ -177,8 +177,8 @@ def run_worker_task(
     request: WorkerRequest, timeout_s: float, env_extra: dict[str, str]
 ) -> WorkerTaskResult:
     """Run ``request`` in a fresh sandboxed worker on the device ``env_extra`` selects."""
-    from cuda_agent.evaluator.worker_process import run_worker
-    from cuda_agent.evaluator.worker_spawn import worker_env
+    from cuda_agent.evaluator.launch.worker_process import run_worker
+    from cuda_agent.evaluator.launch.worker_spawn import worker_env
     from cuda_agent.workspace.memory_cap import host_cap_bytes
 
     visible = env_extra.get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES"))

@@ -51,8 +51,8 @@ class EvalDetails:
     ncu_profile: dict[str, Any] | None = None  # pipeline._add_ncu_metrics (``profile.ncu``)
     compile_profile: dict[str, Any] | None = None  # pipeline._add_compile_baseline (.compile)
     compile_baseline: dict[str, Any] | None = None  # pipeline._add_compile_baseline
-    shapes: list[dict[str, Any]] | None = None  # evaluator/shapes.py: one entry per size
-    problem_lint_s: float | None = None  # evaluator/problem_lint.py: a fresh lint's seconds
+    shapes: list[dict[str, Any]] | None = None  # evaluator/checks/shapes.py: one entry per size
+    problem_lint_s: float | None = None  # evaluator/checks/task_lint.py: a fresh lint's seconds
     service: dict[str, Any] | None = None  # evaluator/service.py: its pid and count served
     pool_device: str | None = None  # cluster/local.py and ray_pool.py: where it ran
     pool_attempts: int | None = None  # cluster/ray_pool.py: device tries it took

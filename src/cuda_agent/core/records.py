@@ -2,10 +2,10 @@
 
 A worker (``evaluator/worker``) fills the record of its mode and sends it as its one
 ``result`` line (``to_dict``); the parent parses the line once, where it reads the pipe
-(``evaluator/worker_process``, ``parse_record``), and everything above reads attributes. Every
-record has ``ok`` and one error shape, a ``StageError`` (``{"stage", "message"}`` on the wire);
-a worker that failed inside the harness itself answers its mode's record with stage
-``internal`` and a ``traceback``.
+(``evaluator/launch/worker_process.py``, ``parse_record``), and everything above reads
+attributes. Every record has ``ok`` and one error shape, a ``StageError`` (``{"stage",
+"message"}`` on the wire); a worker that failed inside the harness itself answers its mode's
+record with stage ``internal`` and a ``traceback``.
 
 The items inside a batch mode's record (``synth_check``'s verdicts, ``shape_plan``'s plans) stay
 JSON objects: they are also streamed as events and stored as they are. This module holds data
@@ -220,7 +220,7 @@ class SynthCheckRecord(WorkerRecord):
 @dataclass
 class ShapePlanRecord(WorkerRecord):
     """``shape_plan``: one plan per source of the batch (``{"id", "ok", ...}``, see
-    ``worker/shape_plan.py``) and the memory the device has free for tensors."""
+    ``worker/modes/shape_plan.py``) and the memory the device has free for tensors."""
 
     MODE: ClassVar[str] = "shape_plan"
 

@@ -2,10 +2,10 @@
 
 The budget is derived from the reference's own time. The worker times one warm reference call
 (synchronised) right after the canary call, before any candidate code is imported, and sends it
-to the parent (a ``reference`` event, ``worker/evaluate.py``); the parent takes the first such
+to the parent (a ``reference`` event, ``worker/modes/evaluate.py``); the parent takes the first such
 event only. When the worker reports the stage ``verify`` (the candidate is imported, built and
 constructed: builds have their own ``build_timeout_s``), the parent shortens the worker's
-deadline to now + budget (``worker_process.run_worker``); past it, the whole process group is
+deadline to now + budget (``launch/worker_process.run_worker``); past it, the whole process group is
 killed and the verdict is ``device_budget_exceeded`` (``pipeline.py``). The candidate cannot
 stop this: the clock runs in the parent, and the figure it uses was measured before the
 candidate's code existed in the process.
@@ -38,12 +38,12 @@ worker timeout), ``SECONDS`` (a fixed budget, the reference not consulted) or ``
 (the rule scaled, e.g. ``x2``). The budget never extends the worker timeout: whichever ends
 first stops the worker, and only the budget's end is ``device_budget_exceeded``.
 
-What it does not do: measure (the worker), enforce (``worker_process``), or judge
+What it does not do: measure (the worker), enforce (``launch/worker_process.py``), or judge
 (``pipeline``). Not covered: time before ``verify`` (the candidate's import and ``__init__``,
 bounded by the worker timeout). On a device shared by turns, the time the worker waits for
 its turn (a turn given up for a run-time compile inside ``forward`` and taken back, the
 exclusive turn before timing) does not count: the parent stops the budget's clock meanwhile
-(``worker_process.Deadline``), so a pool does not scale the budget by its jobs per device.
+(``launch/worker_process.Deadline``), so a pool does not scale the budget by its jobs per device.
 """
 
 from __future__ import annotations

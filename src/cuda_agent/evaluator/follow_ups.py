@@ -32,8 +32,8 @@ from typing import Any
 
 from cuda_agent.core.types import Solution, SolutionKind
 from cuda_agent.evaluator.builder.builder import BuildResult
-from cuda_agent.evaluator.compile_baseline import CompileBaseline, compile_baseline
-from cuda_agent.evaluator.memory_check import CheckInputs, MemoryCheck, check_memory
+from cuda_agent.evaluator.checks.compile_ratio import CompileBaseline, compile_baseline
+from cuda_agent.evaluator.checks.memory_safety import CheckInputs, MemoryCheck, check_memory
 from cuda_agent.evaluator.prepared import Prepared
 from cuda_agent.evaluator.worker.kernel_symbols import device_kernel_names
 

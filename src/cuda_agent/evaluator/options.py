@@ -34,7 +34,8 @@ class EvalOptions(EvalSettings):
     spare_depth: int = 1  # started spare workers kept per device (with keep_spare_worker)
     sandbox: bool = True  # run the candidate's process under the strongest isolation here
     allow_unsandboxed: bool = False  # where no isolation is available, run anyway (isolation: none)
-    shapes: bool = False  # verify a correct candidate again at other sizes (evaluator/shapes.py)
+    # verify a correct candidate again at other sizes (evaluator/checks/shapes.py)
+    shapes: bool = False
     reward_shapes: bool = False  # a failed shape makes the reward -1 (implies shapes)
     language: str | None = None  # require the solution's kernel language: cuda or triton
     # how long a candidate may keep its device once verification starts: auto (from the

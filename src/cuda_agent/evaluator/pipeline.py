@@ -1,10 +1,10 @@
 """The evaluation pipeline: static -> build -> verify + time (worker) -> memory check ->
 baselines -> reward.
 
-A correct candidate runs once more under a memory checker (``memory_check.py``) and gets its
+A correct candidate runs once more under a memory checker (``checks/memory_safety.py``) and gets its
 torch.compile baseline; both start as soon as its worker says verification passed and run
 beside its timing (``follow_ups.py``). With ``shapes``, it is also verified at other sizes
-(``shapes.py``).
+(``checks/shapes.py``).
 
 ``evaluate(problem, solution, options)`` always returns an ``EvalResult``; a candidate's failure
 at any stage is a verdict (``error.stage`` says where), never an exception. Builds run in this
@@ -31,26 +31,26 @@ from cuda_agent.core.details import EvalDetails
 from cuda_agent.core.paths import cache_root, ensure_dir, scratch_dir
 from cuda_agent.core.records import EvaluationRecord, StageError
 from cuda_agent.core.types import EvalResult, Problem, Solution, SolutionKind
-from cuda_agent.evaluator import problem_lint
 from cuda_agent.evaluator.builder.builder import BuildResult, build_extension
 from cuda_agent.evaluator.builder.inline import inline_spec, workdir_spec
 from cuda_agent.evaluator.builder.spec import ExtensionSpec, FlagError
-from cuda_agent.evaluator.compile_baseline import CompileBaseline
+from cuda_agent.evaluator.checks import task_lint
+from cuda_agent.evaluator.checks.compile_ratio import CompileBaseline
+from cuda_agent.evaluator.checks.memory_safety import NOTE_INCOMPLETE, MemoryCheck
+from cuda_agent.evaluator.checks.ncu_metrics import ncu_metrics
+from cuda_agent.evaluator.checks.shapes import verify_shapes
 from cuda_agent.evaluator.device_budget import BudgetRule
 from cuda_agent.evaluator.follow_ups import FollowUps, prebuilt_module
-from cuda_agent.evaluator.host_memory import HOST_OOM_FLAG, host_oom_message
-from cuda_agent.evaluator.memory_check import NOTE_INCOMPLETE, MemoryCheck
-from cuda_agent.evaluator.ncu_profile import ncu_metrics
+from cuda_agent.evaluator.launch.host_memory import HOST_OOM_FLAG, host_oom_message
+from cuda_agent.evaluator.launch.requests import worker_request
+from cuda_agent.evaluator.launch.spare_workers import SpareWorkers
+from cuda_agent.evaluator.launch.worker_process import WorkerOutcome, run_worker
+from cuda_agent.evaluator.launch.worker_spawn import worker_env
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.prepared import Prepared
-from cuda_agent.evaluator.requests import worker_request
 from cuda_agent.evaluator.reward import compute_reward
-from cuda_agent.evaluator.shapes import verify_shapes
-from cuda_agent.evaluator.spare_workers import SpareWorkers
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
 from cuda_agent.evaluator.worker.shim import failure_key
-from cuda_agent.evaluator.worker_process import WorkerOutcome, run_worker
-from cuda_agent.evaluator.worker_spawn import worker_env
 from cuda_agent.solutions.language import detect_language, written_in
 from cuda_agent.solutions.static import analyse, python_trees
 from cuda_agent.workspace.memory_cap import FLAG as MEMORY_CAP_FLAG
@@ -147,7 +147,7 @@ def execute(
     """
     result, opts = prepared.result, prepared.opts
     if prepared.error is not None:
-        problem_lint.attach(result, prepared.problem, opts, None)  # a cached lint, if any
+        task_lint.attach(result, prepared.problem, opts, None)  # a cached lint, if any
         return _finish(result, opts, prepared.error)
     notify = _one_at_a_time(progress or _silent)  # the follow-ups report from their threads
     stage_times = result.details.timings_s
@@ -163,7 +163,7 @@ def execute(
             _add_ncu_metrics(prepared, result, scratch, notify, device_lock)
         stage_times["worker"] = round(time.monotonic() - started, 3)
         error = _name_memory_cap(result, outcome, _absorb_worker(result, outcome, record), opts)
-        problem_lint.attach(result, prepared.problem, opts, record)
+        task_lint.attach(result, prepared.problem, opts, record)
         if error is None and result.correct and record is not None:
             # started when the worker said verification passed; here if it never said so
             follow.start(record.device, record.kernel_symbols)
@@ -298,7 +298,7 @@ def _candidate_request(prepared: Prepared, device_lock: str) -> WorkerRequest:
         solution_entry=solution.entry_file,
         prebuilt_module=prebuilt_module(solution, prepared.builds),
         known_build_failures=dict(prepared.known_build_failures),
-        problem_lint=problem_lint.lint_wanted(prepared.problem, opts),
+        problem_lint=task_lint.lint_wanted(prepared.problem, opts),
         lock_path=device_lock,
         uses_triton="triton" in (prepared.result.language or ""),
     )

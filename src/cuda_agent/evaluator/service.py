@@ -198,8 +198,8 @@ class EvalService:
 
     def _warm(self) -> None:
         """Start the spare worker the next evaluation will take."""
+        from cuda_agent.evaluator.launch.worker_spawn import worker_env
         from cuda_agent.evaluator.pipeline import spare_workers
-        from cuda_agent.evaluator.worker_spawn import worker_env
 
         # the environment every worker of this service gets: fixed at start, so the spares
         # started now match the evaluations that come later (a spare is kept per environment)

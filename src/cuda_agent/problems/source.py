@@ -4,7 +4,7 @@ A problem file must define ``class Model``, ``get_inputs()`` and ``get_init_inpu
 level. Sizes are module-level constants (``batch_size = 128``); ``apply_size_overrides`` rewrites
 their literals in the text (comments and layout are kept), which is how bundled problems get
 their small CPU size. Runtime validation (that ``get_inputs`` really returns tensors...) is done
-by the worker in a subprocess: see ``evaluator.worker.problem_check``.
+by the worker in a subprocess: see ``evaluator.worker.modes.problem_check``.
 """
 
 from __future__ import annotations

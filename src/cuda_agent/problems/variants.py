@@ -8,7 +8,7 @@ cause: halved, doubled, and an odd size (127 for constants above 127, else the n
 number), which catches kernels that assume a multiple of their block size.
 
 Static only (the AST; nothing is executed): whether a variant is valid for the reference and
-fits in memory is decided by the worker (``evaluator/worker/shape_plan.py``).
+fits in memory is decided by the worker (``evaluator/worker/modes/shape_plan.py``).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ They run in the parent process, on the source text alone, before any execution:
   (``decontam.py``) is at most the threshold (0.9 by default, as the paper).
 
 The execution filters (runs, deterministic, non-degenerate, runtime window, torch.compile)
-are in the worker (``evaluator/worker/synth_check.py``).
+are in the worker (``evaluator/worker/modes/synth_check.py``).
 """
 
 from __future__ import annotations

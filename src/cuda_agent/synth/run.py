@@ -28,7 +28,7 @@ from cuda_agent.cluster.pool import EvalPool, WorkerTaskResult
 from cuda_agent.core.errors import CudaAgentError
 from cuda_agent.core.jsonl import append_line, read_lines
 from cuda_agent.core.records import SynthCheckRecord
-from cuda_agent.evaluator.requests import worker_request
+from cuda_agent.evaluator.launch.requests import worker_request
 from cuda_agent.evaluator.worker.protocol import EvalSettings
 from cuda_agent.synth.filters import STATIC_FILTERS, StaticFilters
 

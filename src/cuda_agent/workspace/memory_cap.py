@@ -5,7 +5,7 @@ On the ``cpu`` backend (and for every compiler process) the cap is an address-sp
 ``SandboxPolicy.address_space_bytes``): the kernel refuses the allocation past it, the worker's
 record or its death says so, ``cap_exceeded`` recognises that and ``cap_message`` words it.
 A CUDA process reserves far more virtual address space than it ever uses, so a ``cuda`` worker
-gets its cap as a watch instead (``host_cap_bytes``; the evaluator's ``host_memory.py`` sums the
+gets its cap as a watch instead (``host_cap_bytes``; ``evaluator/launch/host_memory.py`` sums the
 worker tree's anonymous resident memory and kills it past the cap), at least
 ``MIN_WATCHED_CAP_BYTES`` (a CUDA context and torch's libraries alone take about 2 GiB).
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from cuda_agent.evaluator.requests import worker_request
-from cuda_agent.evaluator.worker.problem_check import run as run_check_problem
+from cuda_agent.evaluator.launch.requests import worker_request
+from cuda_agent.evaluator.worker.modes.problem_check import run as run_check_problem
 from cuda_agent.evaluator.worker.protocol import EvalSettings, ResultChannel
 from tests.helpers import source_problem
 

@@ -31,7 +31,7 @@ def warm_imports() -> None:
     """The fixed costs that need no device: dynamo's import and the evaluation code itself
     (the most common mode). Starts no CUDA context (a template forks after this)."""
     prime_recorder()
-    import cuda_agent.evaluator.worker.evaluate  # noqa: F401
+    import cuda_agent.evaluator.worker.modes.evaluate  # noqa: F401
 
 
 def warm_device(backend: str) -> None:
@@ -59,7 +59,7 @@ def serve() -> int:
     try:
         # every mode is the module of its name here, with ``run(request, channel)`` returning
         # the mode's record (core/records.py)
-        mode = importlib.import_module(f"cuda_agent.evaluator.worker.{request.mode}")
+        mode = importlib.import_module(f"cuda_agent.evaluator.worker.modes.{request.mode}")
         record: WorkerRecord = mode.run(request, channel)
     except BaseException as err:
         record = empty_record(request.mode)

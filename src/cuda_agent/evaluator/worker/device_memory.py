@@ -40,7 +40,8 @@ _OutOfMemoryError = torch.OutOfMemoryError
 
 class DeviceContention(Exception):
     """The problem's own code (its inputs, its model) ran out of device memory while other
-    processes held it: not the problem's failure (``evaluate.py`` makes it the named verdict)."""
+    processes held it: not the problem's failure (``modes/evaluate.py`` makes it the named
+    verdict)."""
 
 
 def raise_if_contended(err: BaseException, what: str) -> None:

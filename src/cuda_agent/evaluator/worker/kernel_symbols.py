@@ -17,7 +17,7 @@ Triton kernels live in no module: their names come from the harness's launch hoo
 NVRTC) are in neither list.
 
 What it does not do: run anything on a device, or decide what is checked (the parent's
-``evaluator/memory_check.py`` turns the names into the checker's kernel filter).
+``evaluator/checks/memory_safety.py`` turns the names into the checker's kernel filter).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """The names of a memory error, shared by the evaluation's guarded trial (``red_zones.py``, in
-the worker) and the memory check (``evaluator/memory_check.py``, in the parent). Torch-free."""
+the worker) and the memory check (``evaluator/checks/memory_safety.py``, in the parent).
+Torch-free."""
 
 FLAG_ACCESS = "memory_error:access"  # a read or write outside the candidate's buffers
 FLAG_UNINITIALIZED = "memory_error:uninitialized"  # a read of memory nobody wrote

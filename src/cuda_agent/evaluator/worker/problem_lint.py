@@ -1,8 +1,8 @@
 """The task lint of the problem, inside an evaluation worker, from the reference it built.
 
-``evaluate.py`` calls ``lint_reference`` right after the pristine reference and its inputs are
+``modes/evaluate.py`` calls ``lint_reference`` right after the pristine reference and its inputs are
 made and before any candidate code is imported, only when the parent asked for it (it has no
-cached lint for this problem: ``evaluator/problem_lint.py``). It reuses
+cached lint for this problem: ``evaluator/checks/task_lint.py``). It reuses
 ``problem_check.lint_outputs`` on the first verification sets, so the extra cost is the
 reference's forwards on them, one repeat, and one more ``Model`` built with other weights (no
 extra process, no extra input draws). A lint that cannot run (the reference raises in one of
@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from cuda_agent.evaluator.worker.device import Device
-from cuda_agent.evaluator.worker.problem_check import INPUT_DRAWS, lint_outputs, run_forward
+from cuda_agent.evaluator.worker.modes.problem_check import INPUT_DRAWS, lint_outputs, run_forward
 from cuda_agent.evaluator.worker.reference import ProblemFailure, Reference
 from cuda_agent.evaluator.worker.tensors import derive_seed
 

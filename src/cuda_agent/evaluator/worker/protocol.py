@@ -46,7 +46,7 @@ class EvalSettings:
     worker request carries it unchanged (``WorkerRequest.settings``), and the worker reads it
     there. A new option of this kind is a field here and a flag of the command line.
     ``atol`` / ``rtol`` of None mean the problem's own tolerance (resolved by
-    ``evaluator.requests.worker_request``).
+    ``evaluator.launch.requests.worker_request``).
     """
 
     backend: str = "cpu"
@@ -106,7 +106,7 @@ DEFAULT_TOLERANCE = 1e-2  # the paper's atol = rtol, used when a request names n
 class WorkerRequest:
     """One request to a worker: its mode, the settings, the problem and what the mode needs.
 
-    Built by ``evaluator.requests.worker_request`` (the one constructor), sent as one JSON
+    Built by ``evaluator.launch.requests.worker_request`` (the one constructor), sent as one JSON
     line. The fields after ``settings`` belong to one mode or to the process that runs it.
     """
 
@@ -126,7 +126,7 @@ class WorkerRequest:
     lock_path: str = ""  # the device's timing lock (set by the pool for shared devices)
     batch: list[dict[str, Any]] = field(default_factory=list)  # synth_check, shape_plan: sources
     window_ms: list[float] = field(default_factory=list)  # synth_check: eager runtime window
-    problem_lint: bool = False  # evaluate: also lint the problem (evaluator/problem_lint.py)
+    problem_lint: bool = False  # evaluate: also lint the problem (evaluator/checks/task_lint.py)
     uses_triton: bool = False  # evaluate: hook Triton's launches (worker/triton_launches.py)
     sanitizer: str = ""  # memory_check: "address" builds extensions with AddressSanitizer
 

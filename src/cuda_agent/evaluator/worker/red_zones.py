@@ -26,8 +26,8 @@ a correct candidate gets) and whatever the allocator put next to the input. What
 see: a read whose value never reaches the output (``fmaxf`` with NaN, a read that is
 discarded), accesses beyond the guards, accesses around buffers the candidate allocates itself
 (its outputs, its scratch), and inputs that are not contiguous floating-point tensors (left as
-they are). The memory check (``evaluator/memory_check.py``) covers the first three for correct
-candidates.
+they are). The memory check (``evaluator/checks/memory_safety.py``) covers the first three for
+correct candidates.
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """What the stages of one ``evaluate`` request share: the ``EvaluationSession``, and the verdict.
 
-``evaluate.py`` builds the session once the reference exists, the harness's snapshots are taken
-and the build shim is installed (steps 1 and 2 of its order), and the stages of ``verify.py``
+``modes/evaluate.py`` builds the session once the reference exists, the harness's snapshots are
+taken and the build shim is installed (steps 1 and 2 of its order), and the stages of ``verify.py``
 and ``timed.py`` take it as their one argument about the evaluation. ``Verdict`` is how any
 stage stops the evaluation with a failing result; ``Phases`` times the stages.
 
 What it does not do: run anything, judge anything or decide the order of events (the stages
-and ``evaluate.py`` do); the session only carries what they share.
+and ``modes/evaluate.py`` do); the session only carries what they share.
 """
 
 from __future__ import annotations

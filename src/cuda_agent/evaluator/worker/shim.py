@@ -118,7 +118,8 @@ class BuildShim:
     ``roots``: folders besides ``base_dir`` that ``load`` may take sources from (the worker's
     private temporary folder); ``known_failures``: ``failure_key`` -> diagnostics of builds
     that already failed in the parent; ``sanitizer`` ``"address"``: every extension is built
-    with AddressSanitizer (the cpu backend's memory check, ``memory_check.py``).
+    with AddressSanitizer (the cpu backend's memory check,
+    ``evaluator/checks/memory_safety.py``).
     """
 
     def __init__(

@@ -2,7 +2,7 @@
 
 ``python -m cuda_agent.evaluator.worker.template --control-fd=N`` pays a worker's fixed start-up
 once (Python, torch, dynamo, the evaluation code: seconds), then waits on its control socket.
-Each order from the parent (``evaluator/worker_template.py``) forks one worker. The child, in
+Each order from the parent (``evaluator/launch/worker_template.py``) forks one worker. The child, in
 order: takes its own session, its stdin / stdout / stderr and result pipe (passed with the
 order), its folder and environment (exactly what an executed worker would get), confines
 itself with the order's plan (``workspace.confine.apply``: rlimits, network namespace,

@@ -1,4 +1,5 @@
-"""The ``evaluate`` mode's speed stages, after verification (step 7 of ``evaluate.py``'s order).
+"""The ``evaluate`` mode's speed stages, after verification (step 7 of its order,
+``modes/evaluate.py``).
 
 * ``time_candidate``: interleaved timing of candidate and reference (``timing.py`` runs the
   rounds), with the integrity checks after candidate calls and custom-kernel calls counted in
@@ -11,8 +12,8 @@
   call (``details.profile``).
 
 What it does not do: judge correctness (``verify.py``; the checked timed calls compare outputs
-inside ``timing.py``), decide the order of the stages (``evaluate.py``), or decide what a policy
-requires (it reads ``session.rules``).
+inside ``timing.py``), decide the order of the stages (``modes/evaluate.py``), or decide what a
+policy requires (it reads ``session.rules``).
 """
 
 from __future__ import annotations

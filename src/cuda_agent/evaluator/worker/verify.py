@@ -1,6 +1,6 @@
 """The ``evaluate`` mode's correctness stages: whether ModelNew computes what Model computes.
 
-* ``verify_trials``: the verification trials (step 4 of ``evaluate.py``'s order): on each
+* ``verify_trials``: the verification trials (step 4 of ``modes/evaluate.py``'s order): on each
   input set the candidate runs first on its own clone, under the ATen-op recorder, then the
   reference on another clone; outputs compared; inputs, parameters and global state checked
   after each call; each forward judged by the policy's op rules and custom-kernel requirement;
@@ -17,9 +17,9 @@
   of device time for the candidate's own kernels (step 6);
 * ``integrity``: the harness checks that follow every call of candidate code (global state,
   harness functions, pristine inputs and weights, child processes, threads), also used by
-  ``evaluate.py`` after the import and by ``timed.py`` during timing.
+  ``modes/evaluate.py`` after the import and by ``timed.py`` during timing.
 
-What it does not do: decide the order of the stages (``evaluate.py``), time anything
+What it does not do: decide the order of the stages (``modes/evaluate.py``), time anything
 (``timed.py``), or decide what a policy requires (it reads ``session.rules``, ``policies.py``).
 """
 

@@ -5,7 +5,7 @@ A kernel that reads a few elements past the end of its input usually gives the r
 so verification alone credits it; on another allocation pattern it reads garbage or faults
 ("an illegal memory access"), and an RL policy will find such kernels. So every candidate that
 verification found correct runs once more, in a ``memory_check`` worker
-(``worker/memory_check.py``) started under a checker:
+(``worker/modes/memory_check.py``) started under a checker:
 
 * cuda: ``compute-sanitizer --tool memcheck`` (out-of-bounds and misaligned accesses to global,
   shared and local memory, invalid frees, device-side hardware exceptions), with torch's
@@ -61,16 +61,16 @@ from cuda_agent.core.types import Problem, Solution, SolutionKind
 from cuda_agent.evaluator.builder.builder import build_extension
 from cuda_agent.evaluator.builder.inline import inline_spec, workdir_spec
 from cuda_agent.evaluator.builder.spec import FlagError, with_address_sanitizer
-from cuda_agent.evaluator.memory_check_cache import CheckKey, cached_answer, keep_answer
-from cuda_agent.evaluator.memory_reports import parse_asan, parse_memcheck, read_reports
+from cuda_agent.evaluator.checks.memory_check_cache import CheckKey, cached_answer, keep_answer
+from cuda_agent.evaluator.checks.memory_reports import parse_asan, parse_memcheck, read_reports
+from cuda_agent.evaluator.launch.requests import worker_request
+from cuda_agent.evaluator.launch.worker_process import WorkerOutcome, run_worker
 from cuda_agent.evaluator.options import EvalOptions
-from cuda_agent.evaluator.requests import worker_request
 from cuda_agent.evaluator.worker.memory_flags import (
     FLAG_ACCESS,
     FLAG_UNINITIALIZED,
     FLAG_WRONG_ON_CHECK_SEED,
 )
-from cuda_agent.evaluator.worker_process import WorkerOutcome, run_worker
 from cuda_agent.solutions.static import analyse
 from cuda_agent.workspace.template_files import harness_binding_files
 

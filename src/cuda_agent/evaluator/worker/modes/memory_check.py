@@ -1,6 +1,6 @@
 """The ``memory_check`` mode: one forward of the candidate under a memory checker.
 
-Started by the parent (``evaluator/memory_check.py``) as its own process under the checker:
+Started by the parent (``evaluator/checks/memory_safety.py``) as its own process under the checker:
 compute-sanitizer's memcheck on the cuda backend (with torch's caching allocator off, so every
 tensor is an allocation of its own and a read a few bytes past its end is outside any
 allocation), AddressSanitizer on the cpu backend (the candidate's extensions built with

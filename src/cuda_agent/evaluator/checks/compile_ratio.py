@@ -18,10 +18,10 @@ from cuda_agent.core.paths import baselines_dir, ensure_dir
 from cuda_agent.core.records import CompileBaselineRecord, StageError
 from cuda_agent.core.signed_entries import read_entry, write_entry
 from cuda_agent.core.types import Problem
+from cuda_agent.evaluator.launch.requests import worker_request
+from cuda_agent.evaluator.launch.worker_process import run_worker
+from cuda_agent.evaluator.launch.worker_spawn import worker_env
 from cuda_agent.evaluator.options import EvalOptions
-from cuda_agent.evaluator.requests import worker_request
-from cuda_agent.evaluator.worker_process import run_worker
-from cuda_agent.evaluator.worker_spawn import worker_env
 
 CACHE_VERSION = "2"  # 2: modules run in the mode their constructor left (training)
 

@@ -35,11 +35,11 @@ from pathlib import Path
 from typing import Any
 
 from cuda_agent.core.records import R, WorkerRecord, parse_record
-from cuda_agent.evaluator.host_memory import MemoryWatch, killed_by_oom, oom_kills
-from cuda_agent.evaluator.process_group import kill_group_and_wait
-from cuda_agent.evaluator.spare_workers import SpareWorkers
+from cuda_agent.evaluator.launch.host_memory import MemoryWatch, killed_by_oom, oom_kills
+from cuda_agent.evaluator.launch.process_group import kill_group_and_wait
+from cuda_agent.evaluator.launch.spare_workers import SpareWorkers
+from cuda_agent.evaluator.launch.worker_spawn import kill_group, spawn_worker, worker_env
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
-from cuda_agent.evaluator.worker_spawn import kill_group, spawn_worker, worker_env
 from cuda_agent.workspace.isolation import NONE
 
 TAIL_BYTES = 4000

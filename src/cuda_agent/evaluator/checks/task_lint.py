@@ -1,6 +1,6 @@
 """A problem's task lint, cached once per problem content, and attached to every evaluation.
 
-The lint (``worker/problem_check.py``: ``zeros_pass``, ``constant_pass``,
+The lint (``worker/modes/problem_check.py``: ``zeros_pass``, ``constant_pass``,
 ``independent_of_inputs``, ``independent_of_weights``, ``nondeterministic``) says that a
 trivial candidate could pass a problem, so a "correct" verdict on it says little. Computing it
 costs a few reference forwards and one more construction of ``Model``, so it is done once per

@@ -10,7 +10,7 @@ budget. The record also carries that budget: the free device memory, or the host
 memory on the cpu backend.
 
 Only problem code runs here (never a candidate's). Not here: choosing the variants
-(``problems/variants.py``) or verifying a candidate on them (``evaluator/shapes.py`` runs the
+(``problems/variants.py``) or verifying a candidate on them (``evaluator/checks/shapes.py`` runs the
 ``evaluate`` mode once per size).
 """
 

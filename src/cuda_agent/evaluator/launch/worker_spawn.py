@@ -37,7 +37,7 @@ from cuda_agent.core.paths import (
     scratch_dir,
 )
 from cuda_agent.core.secret import SANDBOXED_ENV
-from cuda_agent.evaluator.worker_template import (
+from cuda_agent.evaluator.launch.worker_template import (
     CHILD_RESULT_FD,
     TemplateUnavailable,
     WorkerProcess,

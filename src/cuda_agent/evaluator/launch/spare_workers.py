@@ -15,7 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from cuda_agent.evaluator.worker_spawn import (
+from cuda_agent.evaluator.launch.worker_spawn import (
     WorkerHandle,
     discard,
     env_key,

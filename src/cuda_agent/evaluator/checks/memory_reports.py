@@ -3,7 +3,7 @@ report files.
 
 Each parser returns ``(errors, findings)``: the number of invalid accesses the checker counted
 and the first few findings, one line each, paths cut to their last part. Used by
-``memory_check.py``; reads text only.
+``memory_safety.py``; reads text only.
 """
 
 from __future__ import annotations

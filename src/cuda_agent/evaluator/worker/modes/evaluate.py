@@ -142,7 +142,7 @@ def _evaluate(
     phases.mark("reference_and_inputs")
     if device_turn.current().alone_if_large(device.synchronize):
         phases.mark("wait_exclusive")
-    if req.problem_lint:  # the parent has no cached lint of this problem (problem_lint.py)
+    if req.problem_lint:  # the parent has no cached lint of this problem (checks/task_lint.py)
         result.problem_lint = lint_reference(ref, req.seed, req.atol, req.rtol, device)
         phases.mark("problem_lint")
     prime_recorder()

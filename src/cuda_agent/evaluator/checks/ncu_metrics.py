@@ -15,9 +15,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from cuda_agent.evaluator.launch.worker_process import run_worker
+from cuda_agent.evaluator.launch.worker_spawn import worker_env
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
-from cuda_agent.evaluator.worker_process import run_worker
-from cuda_agent.evaluator.worker_spawn import worker_env
 
 METRICS = {
     "gpu__time_duration.sum": "duration_us",

@@ -2,7 +2,7 @@
 
 Runs in its own process, which never sees candidate code. Both are timed with the same
 interleaved protocol as candidates, and the ratio compile/eager is what the parent caches and
-combines with the live eager time of each evaluation (see ``evaluator/compile_baseline.py``).
+combines with the live eager time of each evaluation (see ``evaluator/checks/compile_ratio.py``).
 """
 
 from __future__ import annotations

@@ -33,9 +33,9 @@ from cuda_agent.core.locks import device_lock
 from cuda_agent.core.records import SynthCheckRecord
 from cuda_agent.evaluator.worker.compare import compare
 from cuda_agent.evaluator.worker.device import Device, make_device
+from cuda_agent.evaluator.worker.modes.problem_check import check_reference
 from cuda_agent.evaluator.worker.modules import describe_exception
 from cuda_agent.evaluator.worker.precision import apply_precision
-from cuda_agent.evaluator.worker.problem_check import check_reference
 from cuda_agent.evaluator.worker.protocol import ResultChannel, WorkerRequest
 from cuda_agent.evaluator.worker.reference import ProblemFailure
 from cuda_agent.evaluator.worker.tensors import clone_nested

@@ -26,10 +26,10 @@ from cuda_agent.core.hashing import text_hash
 from cuda_agent.core.paths import ensure_dir, scratch_dir
 from cuda_agent.core.records import ShapePlanRecord
 from cuda_agent.core.types import EvalResult, Problem
+from cuda_agent.evaluator.launch.requests import worker_request
+from cuda_agent.evaluator.launch.worker_process import run_worker
+from cuda_agent.evaluator.launch.worker_spawn import worker_env
 from cuda_agent.evaluator.options import EvalOptions
-from cuda_agent.evaluator.requests import worker_request
-from cuda_agent.evaluator.worker_process import run_worker
-from cuda_agent.evaluator.worker_spawn import worker_env
 from cuda_agent.problems.variants import SizeVariant, size_variants, used_size_constants
 
 MEMORY_SHARE = 0.5  # of the plan's memory budget, for one size's evaluation

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuda_agent.evaluator.process_group import process_stats
+from cuda_agent.evaluator.launch.process_group import process_stats
 
 WATCH_INTERVAL_S = 0.25
 VMSTAT = Path("/proc/vmstat")

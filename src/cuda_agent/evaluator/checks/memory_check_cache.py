@@ -12,7 +12,7 @@ not in the key: the same answer with other inputs is the point. A check that gav
 (``incomplete``) is not kept. An entry that fails its signature is checked again. Only the
 harness process reads and writes it.
 
-What it does not do: decide whether a check runs (``evaluator/memory_check.py`` asks here
+What it does not do: decide whether a check runs (``evaluator/checks/memory_safety.py`` asks here
 first) or keep anything about the rest of a verdict.
 """
 
@@ -32,9 +32,9 @@ from cuda_agent.core.types import Problem, Solution
 CACHE_VERSION = "1"
 # the harness code an answer depends on (relative to the package)
 CHECK_SOURCES = (
-    "evaluator/memory_check.py",
-    "evaluator/memory_reports.py",
-    "evaluator/worker/memory_check.py",
+    "evaluator/checks/memory_safety.py",
+    "evaluator/checks/memory_reports.py",
+    "evaluator/worker/modes/memory_check.py",
     "evaluator/worker/kernel_symbols.py",
     "evaluator/worker/candidate.py",
     "evaluator/worker/compare.py",

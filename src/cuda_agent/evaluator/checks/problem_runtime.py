@@ -13,9 +13,9 @@ from typing import Any
 from cuda_agent.core.paths import ensure_dir, scratch_dir
 from cuda_agent.core.records import ProblemCheckRecord, WorkerRecord
 from cuda_agent.core.types import Problem
-from cuda_agent.evaluator.requests import worker_request
+from cuda_agent.evaluator.launch.requests import worker_request
+from cuda_agent.evaluator.launch.worker_process import run_worker
 from cuda_agent.evaluator.worker.protocol import EvalSettings, WorkerRequest
-from cuda_agent.evaluator.worker_process import run_worker
 
 
 def check_problem_runtime(
