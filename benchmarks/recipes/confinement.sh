@@ -27,7 +27,7 @@ print('gpu worker isolation:', w(True))" | tee -a "$OUT/isolation.txt"
   ;;
 tests)
   limit 540 python3 -m pytest -q -p no:cacheprovider -rfEs tests/workspace/test_confine.py \
-    tests/adversarial/test_isolation.py tests/evaluator/test_spare_workers.py \
+    tests/adversarial/test_isolation.py tests/evaluator/launch/test_spare_workers.py \
     >"$OUT/iso_tests.log" 2>&1
   echo "isolation tests exit $?"
   grep -E "passed|failed|skipped|SKIPPED|FAILED|ERROR" "$OUT/iso_tests.log" | tail -20

@@ -39,7 +39,7 @@ from cuda_agent.solutions.loader import load_solution
 from tests.adversarial.catalogue import FIXTURES
 from tests.helpers import fast_options
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "src" / "cuda_agent" / "examples" / "relu"
+EXAMPLE = Path(__file__).resolve().parents[3] / "src" / "cuda_agent" / "examples" / "relu"
 EXAMPLE_CPU = EXAMPLE / "cpu.py"
 CLEAN: dict[str, Any] = {
     "tool": "AddressSanitizer",
