@@ -19,7 +19,7 @@ Phases (each fits one 10-minute device call; what the next needs stays in ``--st
 * ``heldout ARM``: the held-out split scored for one arm, ``--samples`` replies per problem:
   ``base`` (the base model at ``--temperature``), ``null`` (the same sampling with another seed,
   no training: the noise floor), ``greedy`` (the base at temperature 0, one reply), ``rft``,
-  ``rft2``, ``mixed``, ``grpo``, ``teacher`` (the ``--teacher`` model itself, sampled as
+  ``rft2``, ``mixed``, ``cold``, ``grpo``, ``teacher`` (the ``--teacher`` model itself, sampled as
   ``base``), ``teacher-rft`` -> ``STATE/heldout/ARM.json``;
 * ``learnable``: the RFT model sampled over the training split as ``rft`` sampled the base
   (untimed, the same verdict cache) -> ``STATE/rft/learnable-rft.json``: the problems the
@@ -39,6 +39,13 @@ Phases (each fits one 10-minute device call; what the next needs stays in ``--st
 * ``mixed``: the base model fine-tuned as in ``rft2``, on the passing, deduplicated replies of
   the base's, the RFT model's and the teacher's samples (the 0.5B's own first, so the teacher's
   fill only what its own leave under ``--per-problem``) -> ``STATE/mixed/model``;
+* ``reference``: the curriculum's own kernel for each train problem of ``--cold-families``
+  (``rl.curriculum.reference``: a block per row, shared-memory reductions), written as a reply
+  in the prompt's form and scored like one -> ``STATE/reference-sample/samples.jsonl``: the
+  examples no model here makes (2026-12-06: no reply of the 0.5B or the 1.5B passed a row-wise
+  problem, 0 of 1,920);
+* ``cold``: the base fine-tuned as in ``mixed``, on its own two samples' passes and the
+  passing references (the model's own first) -> ``STATE/cold/model``;
 * ``teacher-rft``: the teacher fine-tuned on its own sample's passing, deduplicated replies (the
   ``rft`` round for the ``--teacher`` model) -> ``STATE/teacher-rft/model``;
 * ``grpo``: GRPO from the RFT model on its learnable training problems, set against collapse
@@ -65,8 +72,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-ARMS = ("base", "null", "greedy", "rft", "rft2", "mixed", "grpo", "teacher", "teacher-rft")
-TRAINED = ("rft", "rft2", "mixed", "grpo", "teacher-rft")  # their model: STATE/ARM/model
+ARMS = ("base", "null", "greedy", "rft", "rft2", "mixed", "cold", "grpo", "teacher", "teacher-rft")
+TRAINED = ("rft", "rft2", "mixed", "cold", "grpo", "teacher-rft")  # their model: STATE/ARM/model
 LEARNABLE_AFTER_RFT = "learnable-rft.json"  # the learnable phase's; grpo prefers it
 
 
@@ -76,8 +83,8 @@ def log(message: str) -> None:
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    phases = ("rft", "learnable", "teacher", "teacher-rft", "rft2", "mixed", "heldout", "grpo")
-    phases += ("report",)
+    phases = ("rft", "learnable", "teacher", "teacher-rft", "reference", "rft2", "mixed", "cold")
+    phases += ("heldout", "grpo", "report")
     parser.add_argument("phase", choices=phases)
     parser.add_argument("arm", nargs="?", choices=ARMS, help="the arm of a heldout phase")
     parser.add_argument("--model", default="qwen-coder-0.5b")
@@ -87,6 +94,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--state", default="/tmp/learn-state")
     parser.add_argument("--out", default="gpu-results/learning")
     parser.add_argument("--families", default="elementwise,chain,rowwise,reduction")
+    parser.add_argument(
+        "--cold-families", default="rowwise,reduction", help="the reference phase's families"
+    )
     parser.add_argument("--n-train", type=int, default=160)
     parser.add_argument("--n-heldout", type=int, default=48)
     parser.add_argument("--train-limit", type=int, help="the first N training problems only")
@@ -190,8 +200,9 @@ def fine_tune_kept(args: argparse.Namespace, out: Path, model: str, examples: Pa
 
 
 def phase_union(args: argparse.Namespace, state: Path, model: str, name: str) -> None:
-    """``rft2`` or ``mixed`` (module docstring): ``run_rft`` on the union of the samples the
-    phase names, in that order (``rft_examples`` keeps the first ``--per-problem`` a problem)."""
+    """``rft2``, ``mixed`` or ``cold`` (module docstring): ``run_rft`` on the union of the
+    samples the phase names, in that order (``rft_examples`` keeps the first ``--per-problem``
+    a problem)."""
     from cuda_agent.rl.curriculum.sampling import read_samples, write_samples
     from cuda_agent.rl.trl.curriculum_rft import run_rft
 
@@ -199,6 +210,8 @@ def phase_union(args: argparse.Namespace, state: Path, model: str, name: str) ->
     sources.append((state / "rft" / "samples.jsonl", "rft"))
     if name == "mixed":
         sources.append((state / "teacher-sample" / "samples.jsonl", "teacher"))
+    if name == "cold":
+        sources.append((state / "reference-sample" / "samples.jsonl", "reference"))
     for path, phase in sources:
         if not path.is_file():
             raise SystemExit(f"{name}: no sample at {path} (run the {phase} phase first)")
@@ -285,6 +298,29 @@ def phase_teacher(args: argparse.Namespace, state: Path) -> None:
         f"teacher {args.teacher} on the train split: pass {record['pass_rate']:.3f}, "
         f"{len(record['pairs'])} learnable problems of {len(record['pass_counts'])}"
     )
+
+
+def phase_reference(args: argparse.Namespace, state: Path) -> None:
+    """The references of the train split's ``--cold-families`` problems, scored (untimed, the
+    train samples' verdict cache)."""
+    from cuda_agent.rl.curriculum.sampling import reference_samples, write_samples
+    from cuda_agent.rl.curriculum.verdicts import VerdictCache
+
+    families = tuple(args.cold_families.split(","))
+    samples = reference_samples(
+        args.backend,
+        folder_of(args),
+        "train",
+        families,
+        limit=args.train_limit,
+        jobs=args.jobs,
+        options=options_of(args, timed=False),
+        cache=VerdictCache(state / "rft" / "verdicts.jsonl"),
+        log=log,
+    )
+    write_samples(state / "reference-sample" / "samples.jsonl", samples)
+    passed = sum(sample.passed for sample in samples)
+    log(f"references of {','.join(families)}: {passed} of {len(samples)} passed")
 
 
 def phase_teacher_rft(args: argparse.Namespace, state: Path) -> None:
@@ -465,7 +501,9 @@ def main(argv: list[str] | None = None) -> int:
         phase_teacher(args, state)
     elif args.phase == "teacher-rft":
         phase_teacher_rft(args, state)
-    elif args.phase in ("rft2", "mixed"):
+    elif args.phase == "reference":
+        phase_reference(args, state)
+    elif args.phase in ("rft2", "mixed", "cold"):
         phase_union(args, state, model, args.phase)
     elif args.phase == "heldout":
         phase_heldout(args, state, model)

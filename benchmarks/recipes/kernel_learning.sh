@@ -21,6 +21,11 @@
 #                                                         replies of the base, the RFT model and
 #                                                         the teacher
 #   bash benchmarks/recipes/kernel_learning.sh heldout mixed
+#   bash benchmarks/recipes/kernel_learning.sh reference  the curriculum's own kernels of the
+#                                                         train split's row-wise and reduction
+#                                                         problems, scored
+#   bash benchmarks/recipes/kernel_learning.sh cold       the base fine-tuned on its own passes
+#                                                         and the passing references; heldout cold
 #   bash benchmarks/recipes/kernel_learning.sh heldout teacher   the teacher's own row
 #   bash benchmarks/recipes/kernel_learning.sh teacher-rft   the teacher fine-tuned on its own
 #                                                         passing replies; heldout teacher-rft
@@ -57,14 +62,14 @@ run() {
 }
 keep_state() { # one archive: the device tool brings back only a few files per call
   (cd /tmp/learn-state 2>/dev/null &&
-    find . \( -path ./rft/model -o -path ./rft2/model -o -path ./mixed/model -o -path ./grpo/model \
-      -o -path ./teacher-rft/model \
+    find . \( -path ./rft/model -o -path ./rft2/model -o -path ./mixed/model -o -path ./cold/model \
+      -o -path ./grpo/model -o -path ./teacher-rft/model \
       -o -path '*/trainer' \) \
       -prune -o -type f \( -name '*.json' -o -name '*.jsonl' \) -print |
     tar czf "$OUT/learn-state.tgz" -T -)
 }
 case "${1:-}" in
-rft | learnable | teacher | teacher-rft | rft2 | mixed | grpo | report)
+rft | learnable | teacher | teacher-rft | reference | rft2 | mixed | cold | grpo | report)
   recipe_start
   run "$1"
   row "kernel learning, $1:" "$(quiet <"$OUT/learning.log" | tail -3 | joined)"
@@ -97,8 +102,8 @@ smoke)
   row "kernel learning smoke:" "$(quiet <"$OUT/learning.log" | grep -E "held-out|grpo:|fine-tuned" | joined)"
   ;;
 *)
-  echo "usage: $0 rft|learnable|teacher|teacher-rft|rft2|mixed|heldout ARM|grpo|report" \
-    "|smoke|restore" >&2
+  echo "usage: $0 rft|learnable|teacher|teacher-rft|reference|rft2|mixed|cold|heldout ARM" \
+    "|grpo|report|smoke|restore" >&2
   exit 2
   ;;
 esac

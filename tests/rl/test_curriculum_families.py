@@ -46,6 +46,7 @@ from cuda_agent.rl.curriculum.problem_set import (
 )
 from cuda_agent.rl.curriculum.reference import reference_kernel
 from cuda_agent.rl.curriculum.row_ops import draw_row, screen
+from cuda_agent.rl.curriculum.sampling import reference_samples
 from cuda_agent.rl.curriculum.scaffold import CPU_BINDING, LAUNCH_SIGNATURES, write_workdir
 from cuda_agent.rl.curriculum.sources import problem_source
 from cuda_agent.rl.curriculum.tasks import (
@@ -394,3 +395,19 @@ def test_row_family_kernels_are_scored_and_an_out_of_bounds_write_is_rejected(
     other = "elementwise_launch" if family == "rowwise" else "rowwise_launch"
     unlaunched = score_reply("kernel", spec, reply(f"void {other}() {{}}\n"), "cpu", options)
     assert outcome(unlaunched) == "format"  # the reply must define its family's launch
+
+
+@pytest.mark.slow  # one evaluation (a C++ build and a worker) per reference
+def test_reference_samples_are_the_families_references_scored_as_replies(small_set: Path) -> None:
+    rows = [r for r in read_split(small_set, "train") if r["family"] == "rowwise"][:2]
+    assert rows, "the small set has row-wise train problems"
+    limit = read_split(small_set, "train").index(rows[-1]) + 1
+    samples = reference_samples(
+        "cpu", small_set, "train", ("rowwise",), limit=limit, options=fast_options()
+    )
+    assert [s.problem for s in samples] == [row_spec(small_set, r) for r in rows]
+    for sample, row in zip(samples, rows, strict=True):
+        assert (sample.task, sample.family, sample.outcome) == ("kernel", "rowwise", "pass")
+        assert sample.answer == reference_kernel(row, "cpu")  # the reply holds it, whole
+        assert sample.reply.startswith("```cpp\n") and not sample.truncated
+        assert sample.flags == ()

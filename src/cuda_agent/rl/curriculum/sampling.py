@@ -8,7 +8,9 @@ distinct answer once (``verdicts``; ``cache`` keeps verdicts across calls and ru
 returns one ``Sample`` per reply: the problem spec, its family and ops, the task, the reply,
 its length and whether it was cut off, and the verdict. With ``replies_file`` the replies are
 kept before they are scored (``kept_replies``), so a run cut while scoring generates nothing
-again.
+again. ``reference_samples`` scores, in the same form, the curriculum's own known-good kernel
+(``reference.reference_kernel``) as the one reply to each ``kernel`` prompt of the families
+asked: a cold-start set for a family that no model passes.
 
 On the records:
 
@@ -36,12 +38,14 @@ from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.rl.curriculum import task_names
 from cuda_agent.rl.curriculum.families import family_of, supports
 from cuda_agent.rl.curriculum.generation import (
+    Reply,
     SamplingSettings,
     generate_replies,
     load_policy,
 )
 from cuda_agent.rl.curriculum.kept_replies import keep, kept, replies_key
 from cuda_agent.rl.curriculum.problem_set import read_split, row_spec
+from cuda_agent.rl.curriculum.reference import reference_kernel
 from cuda_agent.rl.curriculum.scoring import pooled_evaluator
 from cuda_agent.rl.curriculum.tasks import check_task, messages
 from cuda_agent.rl.curriculum.verdicts import VerdictCache, score_replies
@@ -145,6 +149,55 @@ def sample_split(
         log(f"replies to {len(prompts)} prompts read from {replies_file} (generated before)")
     generated_s = time.monotonic() - began
     flat = [(pair, reply) for pair, group in zip(prompted, replies, strict=True) for reply in group]
+    return score_samples(
+        flat, backend, options, evaluator, jobs, cache, log, f"generated in {generated_s:.0f} s"
+    )
+
+
+def reference_samples(
+    backend: str,
+    folder: Path,
+    split: str,
+    families: tuple[str, ...],
+    *,
+    limit: int | None = None,
+    jobs: int = 1,
+    options: EvalOptions | None = None,
+    evaluator: Evaluator = evaluate,
+    cache: VerdictCache | None = None,
+    log: Callable[[str], None] | None = None,
+) -> list[Sample]:
+    """The reference kernel of each ``kernel`` problem of ``families`` in the split, as a reply
+    in the prompt's own form (one fenced block), scored like a model's (module docstring). A
+    reference that does not pass is kept with its verdict, never trained on."""
+    prompted = [
+        p for p in split_prompts("kernel", folder, split, backend, limit) if p.family in families
+    ]
+    fence = "cuda" if backend == "cuda" else "cpp"
+    flat = [
+        (
+            pair,
+            Reply(
+                f"```{fence}\n{reference_kernel(resolve_problem(pair.spec), backend)}```", 0, False
+            ),
+        )
+        for pair in prompted
+    ]
+    return score_samples(flat, backend, options, evaluator, jobs, cache, log, "written")
+
+
+def score_samples(
+    flat: list[tuple[Prompted, Reply]],
+    backend: str,
+    options: EvalOptions | None,
+    evaluator: Evaluator,
+    jobs: int,
+    cache: VerdictCache | None,
+    log: Callable[[str], None] | None,
+    made: str,
+) -> list[Sample]:
+    """Each (prompt, reply) scored, each distinct answer once, as ``Sample`` records; ``made``
+    says in the progress line how the replies came (generated, written)."""
     chosen = options or EvalOptions(backend=backend, baselines=("eager",))
     began = time.monotonic()
     with pooled_evaluator(backend, jobs, evaluator) as scorer:
@@ -161,8 +214,9 @@ def sample_split(
         )
     if log is not None:
         evaluated = sum(not v.cached and v.outcome != "format" for v in verdicts)
+        prompts = len({(pair.task, pair.spec) for pair, _ in flat})
         log(
-            f"{len(flat)} replies to {len(prompted)} prompts: generated in {generated_s:.0f} s, "
+            f"{len(flat)} replies to {prompts} prompts: {made}, "
             f"{evaluated} distinct answers evaluated in {time.monotonic() - began:.0f} s"
         )
     return [
