@@ -74,6 +74,20 @@ from typing import Any
 
 ARMS = ("base", "null", "greedy", "rft", "rft2", "mixed", "cold", "grpo", "teacher", "teacher-rft")
 TRAINED = ("rft", "rft2", "mixed", "cold", "grpo", "teacher-rft")  # their model: STATE/ARM/model
+# the folder of STATE where each sampling phase keeps its samples.jsonl
+SAMPLE_OF = {
+    "rft": "rft",
+    "learnable": "rft-sample",
+    "teacher": "teacher-sample",
+    "reference": "reference-sample",
+}
+# a phase that fine-tunes on the union of samples: the phases that made them, in order
+UNIONS = {
+    "rft2": ("learnable", "rft"),
+    "mixed": ("learnable", "rft", "teacher"),
+    "cold": ("learnable", "rft", "reference"),
+    "teacher-rft": ("teacher",),
+}
 LEARNABLE_AFTER_RFT = "learnable-rft.json"  # the learnable phase's; grpo prefers it
 
 
@@ -200,18 +214,13 @@ def fine_tune_kept(args: argparse.Namespace, out: Path, model: str, examples: Pa
 
 
 def phase_union(args: argparse.Namespace, state: Path, model: str, name: str) -> None:
-    """``rft2``, ``mixed`` or ``cold`` (module docstring): ``run_rft`` on the union of the
+    """A phase of ``UNIONS`` (module docstring): ``run_rft`` of ``model`` on the union of the
     samples the phase names, in that order (``rft_examples`` keeps the first ``--per-problem``
     a problem)."""
     from cuda_agent.rl.curriculum.sampling import read_samples, write_samples
     from cuda_agent.rl.trl.curriculum_rft import run_rft
 
-    sources = [(state / "rft-sample" / "samples.jsonl", "learnable")]
-    sources.append((state / "rft" / "samples.jsonl", "rft"))
-    if name == "mixed":
-        sources.append((state / "teacher-sample" / "samples.jsonl", "teacher"))
-    if name == "cold":
-        sources.append((state / "reference-sample" / "samples.jsonl", "reference"))
+    sources = [(state / SAMPLE_OF[phase] / "samples.jsonl", phase) for phase in UNIONS[name]]
     for path, phase in sources:
         if not path.is_file():
             raise SystemExit(f"{name}: no sample at {path} (run the {phase} phase first)")
@@ -279,7 +288,7 @@ def phase_learnable(args: argparse.Namespace, state: Path) -> None:
     model = state / "rft" / "model"
     if not model.is_dir():
         raise SystemExit(f"learnable: no RFT model at {model} (run the rft phase first)")
-    record = sample_train(args, state, str(model), state / "rft-sample")
+    record = sample_train(args, state, str(model), state / SAMPLE_OF["learnable"])
     target = state / "rft" / LEARNABLE_AFTER_RFT
     target.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     log(
@@ -291,7 +300,7 @@ def phase_learnable(args: argparse.Namespace, state: Path) -> None:
 def phase_teacher(args: argparse.Namespace, state: Path) -> None:
     from cuda_agent.rl.models.path import resolve_model_path
 
-    out = state / "teacher-sample"
+    out = state / SAMPLE_OF["teacher"]
     record = sample_train(args, state, resolve_model_path(args.teacher), out)
     (out / "learnable.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     log(
@@ -318,31 +327,9 @@ def phase_reference(args: argparse.Namespace, state: Path) -> None:
         cache=VerdictCache(state / "rft" / "verdicts.jsonl"),
         log=log,
     )
-    write_samples(state / "reference-sample" / "samples.jsonl", samples)
+    write_samples(state / SAMPLE_OF["reference"] / "samples.jsonl", samples)
     passed = sum(sample.passed for sample in samples)
     log(f"references of {','.join(families)}: {passed} of {len(samples)} passed")
-
-
-def phase_teacher_rft(args: argparse.Namespace, state: Path) -> None:
-    """The teacher's own RFT round (module docstring), on the ``teacher`` phase's sample."""
-    from cuda_agent.rl.models.path import resolve_model_path
-    from cuda_agent.rl.trl.curriculum_rft import run_rft
-
-    sample = state / "teacher-sample" / "samples.jsonl"
-    if not sample.is_file():
-        raise SystemExit(f"teacher-rft: no sample at {sample} (run the teacher phase first)")
-    summary = run_rft(
-        resolve_model_path(args.teacher),
-        args.task,
-        args.backend,
-        state / "teacher-rft",
-        folder=folder_of(args),
-        sft=sft_settings(args),
-        per_problem=args.per_problem,
-        samples_file=sample,
-        log=log,
-    )
-    print(json.dumps({k: summary[k] for k in ("learnable", "examples", "outcomes")}))
 
 
 def phase_heldout(args: argparse.Namespace, state: Path, model: str) -> None:
@@ -499,12 +486,11 @@ def main(argv: list[str] | None = None) -> int:
         phase_learnable(args, state)
     elif args.phase == "teacher":
         phase_teacher(args, state)
-    elif args.phase == "teacher-rft":
-        phase_teacher_rft(args, state)
     elif args.phase == "reference":
         phase_reference(args, state)
-    elif args.phase in ("rft2", "mixed", "cold"):
-        phase_union(args, state, model, args.phase)
+    elif args.phase in UNIONS:
+        start = resolve_model_path(args.teacher) if args.phase == "teacher-rft" else model
+        phase_union(args, state, start, args.phase)
     elif args.phase == "heldout":
         phase_heldout(args, state, model)
     else:

@@ -47,7 +47,7 @@ from cuda_agent.rl.curriculum.kept_replies import keep, kept, replies_key
 from cuda_agent.rl.curriculum.problem_set import read_split, row_spec
 from cuda_agent.rl.curriculum.reference import reference_kernel
 from cuda_agent.rl.curriculum.scoring import pooled_evaluator
-from cuda_agent.rl.curriculum.tasks import check_task, messages
+from cuda_agent.rl.curriculum.tasks import check_task, kernel_reply, messages
 from cuda_agent.rl.curriculum.verdicts import VerdictCache, score_replies
 
 SAMPLES_FILE = "samples.jsonl"
@@ -173,16 +173,10 @@ def reference_samples(
     prompted = [
         p for p in split_prompts("kernel", folder, split, backend, limit) if p.family in families
     ]
-    fence = "cuda" if backend == "cuda" else "cpp"
-    flat = [
-        (
-            pair,
-            Reply(
-                f"```{fence}\n{reference_kernel(resolve_problem(pair.spec), backend)}```", 0, False
-            ),
-        )
-        for pair in prompted
-    ]
+    flat = []
+    for pair in prompted:
+        code = reference_kernel(resolve_problem(pair.spec), backend)
+        flat.append((pair, Reply(kernel_reply(code, backend), tokens=0, truncated=False)))
     return score_samples(flat, backend, options, evaluator, jobs, cache, log, "written")
 
 

@@ -190,12 +190,11 @@ def messages(task: str, problem: Problem, backend: str) -> list[dict[str, str]]:
     family = family_of(problem.id)
     check_supported(check_task(task), family, problem.id)
     if task == "kernel":
-        fence = "cuda" if backend == "cuda" else "cpp"
         system, example, code = kernel_prompt(family, backend)
         return [
             {"role": "system", "content": system},
             {"role": "user", "content": f"y = {example}"},
-            {"role": "assistant", "content": f"```{fence}\n{code}```"},
+            {"role": "assistant", "content": kernel_reply(code, backend)},
             {"role": "user", "content": f"y = {torch_expression(problem)}"},
         ]
     if check_task(task) == "model-new":
@@ -217,6 +216,12 @@ def messages(task: str, problem: Problem, backend: str) -> list[dict[str, str]]:
         ]
     out.append({"role": "user", "content": f"y = {torch_expression(problem)}"})
     return out
+
+
+def kernel_reply(code: str, backend: str) -> str:
+    """A kernel-task reply in the form the prompt's worked example shows: one fenced block."""
+    fence = "cuda" if backend == "cuda" else "cpp"
+    return f"```{fence}\n{code}```"
 
 
 def extract_expression(reply: str) -> str | None:
