@@ -6,6 +6,10 @@ reads one element past its input wherever the input's storage goes on: it models
 showed on 2026-12-05, where the memory next to a fresh copy made after the guarded trial held
 NaN (the caching allocator's recycled blocks), so a second call on plain copies failed alike
 and the read was named ``output_mismatch:nan``.
+
+The second models the CI machine of 2026-12-06: a read past the end of a plain copy (a trial
+before the guarded one) found NaN in the allocator's slack, and the verdict was
+``output_mismatch:nan`` where the guarded trial would have named it ``memory_error:access``.
 """
 
 from __future__ import annotations
@@ -46,6 +50,24 @@ class ModelNew(nn.Module):
         return y + (math.nan if type(self).after_guarded else 0.0)
 '''
 
+NAN_SLACK = """
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    \"\"\"ReLU that adds 0 * (the element just past its input). Inside a larger buffer it reads
+    the real neighbour; on a plain copy (storage ending at the input's edge) it adds what an
+    allocator whose slack holds NaN would give: NaN, in every trial before the guarded one.\"\"\"
+
+    def forward(self, x):
+        y = torch.relu(x)
+        end = x.storage_offset() + x.numel()
+        if x.untyped_storage().nbytes() // x.element_size() > end:
+            return y + 0.0 * torch.as_strided(x, (1,), (1,), end)
+        return y + float("nan")
+"""
+
 
 def past_end(view: torch.Tensor) -> float:
     return float(torch.as_strided(view, (1,), (1,), view.storage_offset() + view.numel()))
@@ -73,4 +95,15 @@ def test_a_read_past_the_end_is_named_whatever_lies_next_to_a_fresh_copy(tmp_pat
         resolve_problem("relu", "small"), load_solution(path), fast_options(policy="off")
     )
     assert result.error is not None and result.error.stage == "verify", result.error
+    assert result.flags == ["memory_error:access"], (result.flags, result.error)
+
+
+def test_a_read_past_the_end_that_fails_a_plain_trial_is_named_alike(tmp_path: Path) -> None:
+    path = tmp_path / "nan_slack.py"
+    path.write_text(NAN_SLACK)
+    result = evaluate(
+        resolve_problem("relu", "small"), load_solution(path), fast_options(policy="off")
+    )
+    assert result.error is not None and result.error.stage == "verify", result.error
+    assert result.error.message.startswith("trial 1"), result.error.message  # a plain trial
     assert result.flags == ["memory_error:access"], (result.flags, result.error)

@@ -18,9 +18,11 @@ Then:
   not whatever lies beyond a plain copy: on the GPU the caching allocator puts a fresh copy next
   to recycled blocks, which can hold NaN (the guarded trial's own output, freed), so a plain
   copy failed alike and an out-of-bounds read was named a wrong output (H200, 2026-12-05).
+  An earlier, plain trial that fails asks both calls (NaN edges wrong, zero edges right:
+  ``memory_error:access``): its copy's slack can hold NaN too (cpu, CI, 2026-12-06).
 
-It costs nothing when the candidate is right (the trial happens anyway; one more call only
-when it fails, to tell the two apart) and adds no call a candidate could count; nothing is
+It costs nothing when the candidate is right (the trial happens anyway; one or two more calls
+only when a trial fails, to tell the two apart) and adds no call a candidate could count; nothing is
 instrumented, so every candidate gets it, on both backends, before the memory check (which only
 a correct candidate gets) and whatever the allocator put next to the input. What it cannot
 see: a read whose value never reaches the output (``fmaxf`` with NaN, a read that is
