@@ -193,7 +193,7 @@ def check_verdict(fixture: Fixture, listener: Listener) -> None:
         assert survivors == ""
     if fixture.name == "f_slow_correct_kernel":  # the budget stopped it, not the timeout
         assert "timeout" not in result.flags
-        assert result.details.device_budget_s < 120
+        assert result.details.device_budget_s < 30  # the rule x0.25, not the default minute
         assert fast_options(**fixture.options).worker_timeout_s == 600.0
         assert EvalOptions().worker_timeout_s == 600.0  # the default timeout was in force
     if fixture.name == "f_compile_log_flood":
