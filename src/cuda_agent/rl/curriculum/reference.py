@@ -124,10 +124,10 @@ def reference_kernel(problem: Problem | Mapping[str, Any], backend: str) -> str:
         )
     if isinstance(candidate, Composition):
         return kernel_source(backend, candidate.c_expr)
-    return row_kernel(problem_id, candidate, backend)
+    return row_kernel(candidate, backend)
 
 
-def row_kernel(problem_id: str, problem: RowProblem, backend: str) -> str:
+def row_kernel(problem: RowProblem, backend: str) -> str:
     """The kernel file of a row-wise or reduction problem."""
     passes, output = PASSES[problem.op]
     launch = launch_name(problem.family)
@@ -136,7 +136,10 @@ def row_kernel(problem_id: str, problem: RowProblem, backend: str) -> str:
     cuda = backend == "cuda"
     qualifier = "__device__ __forceinline__" if cuda else "static inline"
     lines = [
-        f"// Reference kernel ({backend}) of {problem_id}: y = {problem.torch_expr}",
+        # what the prompt states, nothing the model could not know: these files are also
+        # training replies (``sampling.reference_samples``), where an id or a "reference"
+        # header would be learned and written back
+        f"// y = {problem.torch_expr}",
         "namespace {",
         "",
         f"{qualifier} float pre(float x) {{ return {apply_steps(problem.pre).c_expr}; }}",
