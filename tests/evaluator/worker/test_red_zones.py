@@ -68,6 +68,8 @@ class ModelNew(nn.Module):
         return y + float("nan")
 """
 
+VerifyError = tuple[str, list[str]]  # the error's message, the result's flags
+
 
 def past_end(view: torch.Tensor) -> float:
     return float(torch.as_strided(view, (1,), (1,), view.storage_offset() + view.numel()))
@@ -88,22 +90,24 @@ def test_the_trial_edges_hold_nan_and_the_second_calls_hold_zeros() -> None:
     assert not zeroed[0].guards_intact()  # a write past the end is seen with either fill
 
 
-def test_a_read_past_the_end_is_named_whatever_lies_next_to_a_fresh_copy(tmp_path: Path) -> None:
-    path = tmp_path / "peek.py"
-    path.write_text(PEEKING)
+def rejected_at_verify(tmp_path: Path, source: str) -> VerifyError:
+    """The verdict of the cpu worker on ``source`` as ModelNew for ``relu`` (policy ``off``):
+    it must fail at ``verify``; its error and flags."""
+    path = tmp_path / "model_new.py"
+    path.write_text(source)
     result = evaluate(
         resolve_problem("relu", "small"), load_solution(path), fast_options(policy="off")
     )
     assert result.error is not None and result.error.stage == "verify", result.error
-    assert result.flags == ["memory_error:access"], (result.flags, result.error)
+    return result.error.message, result.flags
+
+
+def test_a_read_past_the_end_is_named_whatever_lies_next_to_a_fresh_copy(tmp_path: Path) -> None:
+    message, flags = rejected_at_verify(tmp_path, PEEKING)
+    assert flags == ["memory_error:access"], (flags, message)
 
 
 def test_a_read_past_the_end_that_fails_a_plain_trial_is_named_alike(tmp_path: Path) -> None:
-    path = tmp_path / "nan_slack.py"
-    path.write_text(NAN_SLACK)
-    result = evaluate(
-        resolve_problem("relu", "small"), load_solution(path), fast_options(policy="off")
-    )
-    assert result.error is not None and result.error.stage == "verify", result.error
-    assert result.error.message.startswith("trial 1"), result.error.message  # a plain trial
-    assert result.flags == ["memory_error:access"], (result.flags, result.error)
+    message, flags = rejected_at_verify(tmp_path, NAN_SLACK)
+    assert message.startswith("trial 1"), message  # a plain trial
+    assert flags == ["memory_error:access"], (flags, message)
