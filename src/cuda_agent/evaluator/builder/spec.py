@@ -81,7 +81,10 @@ class ExtensionSpec:
         return files_hash((f.name, f.text) for f in self.files)
 
 
-ADDRESS_SANITIZER_CFLAGS = ("-fsanitize=address", "-fno-omit-frame-pointer")
+# -O1 after the toolchain's level (g++ takes the last -O): the level AddressSanitizer's own docs
+# suggest, and the instrumented build of a small load_inline unit takes about half the time of
+# -O3's on the 2-core machine (10 s against 18 s, light layout, its precompiled header warm)
+ADDRESS_SANITIZER_CFLAGS = ("-O1", "-fsanitize=address", "-fno-omit-frame-pointer")
 
 
 def with_address_sanitizer(spec: ExtensionSpec) -> ExtensionSpec:

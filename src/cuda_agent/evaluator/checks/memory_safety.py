@@ -18,7 +18,7 @@ verification found correct runs once more, in a ``memory_check`` worker
   convolutions, cuBLAS's GEMMs) and the reference's run at full speed: instrumented, they took
   20-190 s per check. Without the names (no ``nm``, an unreadable module) every kernel is
   checked, as before;
-* cpu: AddressSanitizer (the candidate's extensions built again with ``-fsanitize=address``,
+* cpu: AddressSanitizer (the candidate's extensions built again with ``-O1 -fsanitize=address``,
   the runtime preloaded into the worker): reads and writes past a heap buffer (a tensor's
   storage: torch allocates it with ``posix_memalign``, which ASan intercepts), use after
   free. Only the candidate's own C++ code is instrumented.
