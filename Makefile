@@ -31,8 +31,9 @@ test: check
 	$(BIN)/pytest -q -n auto -m "not slow and not gpu"
 
 # everything that needs no GPU
+# loadgroup: the tests of an xdist group run on one worker, one after another (tests/conftest.py)
 test-all: check
-	$(BIN)/pytest -q -n auto -m "not gpu" --durations=20
+	$(BIN)/pytest -q -n auto --dist loadgroup --no-loadscope-reorder -m "not gpu" --durations=20
 
 # Qwen2.5-Coder-1.5B-Instruct's GGUF parts (1.1 GB; --model qwen-coder-1.5b)
 models: $(STAMP)

@@ -1,6 +1,12 @@
 """Test configuration: a shared build cache, one torch thread per process, workers under
 ``confine`` where it is available, GPU skips, the slow tests first, and the tier report.
 
+``make test-all`` distributes with ``--dist loadgroup --no-loadscope-reorder``: a test marked
+``xdist_group(name)`` runs on the same worker as the others of its group, one after another
+(tests that make the same costly thing: the later ones find it in the build cache, or the
+module's fixture already started, where side by side each worker would make it); every other
+test is a unit of its own, handed out in collection order as under ``--dist load``.
+
 Builds are cached under ``.cache/cuda-agent-tests`` in the repository (or wherever
 ``CUDA_AGENT_CACHE`` points), so repeated runs skip compiler work; tests that need a cold build
 use sources nobody compiled before.
@@ -78,9 +84,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _slow_first(items: list[pytest.Item]) -> None:
     """Tests marked ``slow`` first, each group in its collection order (a stable sort).
 
-    pytest-xdist hands out tests in collection order, so the one- to four-minute tests start
-    at once on every worker and the short ones fill in after them, instead of a long test
-    starting last on one worker while the others idle (longest first: the classic balance).
+    pytest-xdist hands out tests (an xdist group: where its first test is) in collection order,
+    so the one- to four-minute tests start at once on every worker and the short ones fill in
+    after them, instead of a long test starting last on one worker while the others idle
+    (longest first: the classic balance).
     """
     items.sort(key=lambda item: "slow" not in item.keywords)
 

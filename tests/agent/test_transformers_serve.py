@@ -43,7 +43,9 @@ from cuda_agent.agent.trajectory import read_events
 from cuda_agent.rl.models.path import tiny_model_path
 from tests.helpers import run_cli, smollm2_folder
 
-pytestmark = pytest.mark.slow
+# one pytest worker runs the module (an xdist group: tests/conftest.py), so each served model
+# starts once
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("transformers_serve")]
 START_TIMEOUT_S = 180.0
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_UPDATE_CHECK": "1"}
 SMALL_PROBLEM = """\

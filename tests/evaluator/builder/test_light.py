@@ -174,6 +174,7 @@ def test_auto_retries_with_stock_when_a_header_mentions_the_missing_name() -> No
 
 
 @pytest.mark.skipif(not HAS_NVCC, reason="needs nvcc")
+@pytest.mark.xdist_group("nvcc_headers")  # both build the cuda flags' two PCHs: one worker
 def test_cuda_extension_h_in_both_units_and_a_second_module_fail_alike() -> None:
     cuda = """
     #include <torch/extension.h>
@@ -204,6 +205,7 @@ def test_cuda_extension_h_in_both_units_and_a_second_module_fail_alike() -> None
 
 
 @pytest.mark.skipif(not HAS_NVCC, reason="needs nvcc")
+@pytest.mark.xdist_group("nvcc_headers")
 def test_cuda_missing_identifier_fails_alike() -> None:
     cuda = """
     #include <torch/extension.h>
