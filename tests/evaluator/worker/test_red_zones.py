@@ -111,3 +111,33 @@ def test_a_read_past_the_end_that_fails_a_plain_trial_is_named_alike(tmp_path: P
     message, flags = rejected_at_verify(tmp_path, NAN_SLACK)
     assert message.startswith("trial 1"), message  # a plain trial
     assert flags == ["memory_error:access"], (flags, message)
+
+
+RECYCLED_SCRATCH = """
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    \"\"\"ReLU plus 0 * a scratch it never writes, modelling the H100's recycled blocks
+    (2026-12-06): the scratch holds NaN in the first two calls (the failing trial, then the call
+    on NaN-edged copies: the freed guard bytes) and something finite in the third, unless the
+    harness filled uninitialised memory (then it is NaN, as torch.empty gives it).\"\"\"
+
+    calls = 0
+
+    def forward(self, x):
+        type(self).calls += 1
+        scratch = torch.empty(1)
+        if type(self).calls <= 2:
+            scratch.fill_(float("nan"))  # what the recycled block held
+        elif not torch.isnan(scratch).all():
+            scratch.zero_()  # a finite leftover, as on the GPU; a filled NaN stays
+        return torch.relu(x) + 0.0 * scratch
+"""
+
+
+def test_an_uninitialised_scratch_is_not_named_a_read_past_the_edge(tmp_path: Path) -> None:
+    message, flags = rejected_at_verify(tmp_path, RECYCLED_SCRATCH)
+    assert message.startswith("trial 1"), message
+    assert flags == ["output_mismatch:nan"], (flags, message)

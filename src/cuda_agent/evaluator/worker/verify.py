@@ -25,6 +25,7 @@ What it does not do: decide the order of the stages (``modes/evaluate.py``), tim
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from typing import Any
 
@@ -62,6 +63,7 @@ from cuda_agent.evaluator.worker.red_zones import (
     check_guards,
     guard_inputs,
     read_outside,
+    uninitialised_memory_filled,
 )
 from cuda_agent.evaluator.worker.reference import Reference
 from cuda_agent.evaluator.worker.session import EvaluationSession, Verdict, call, solution_files
@@ -165,8 +167,11 @@ def _right_on_edged_copies(
     ``fill``: is its output right? (Only the guarded trial checks its edges for writes.)"""
     copies, _ = guard_inputs(inputs, fill=fill)
     try:
-        out = call(s.cand, copies)
-        s.device.synchronize()
+        # "right on zero edges" must not come from garbage the candidate never wrote (a scratch
+        # from recycled blocks): its uninitialised allocations hold NaN in this call
+        with uninitialised_memory_filled() if fill == 0 else contextlib.nullcontext():
+            out = call(s.cand, copies)
+            s.device.synchronize()
     except Exception:
         return False
     integrity(s, where=f"in the call on copies edged with {fill:#04x} bytes", inputs=False)
