@@ -155,8 +155,8 @@ def uninitialised_memory_filled() -> Iterator[None]:
     enabled = torch.are_deterministic_algorithms_enabled()
     warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
     filled = deterministic.fill_uninitialized_memory  # type: ignore[attr-defined]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings():  # only deterministic mode's own warnings are dropped
+        warnings.filterwarnings("ignore", message=".*deterministic.*")
         torch.use_deterministic_algorithms(True, warn_only=True)
         deterministic.fill_uninitialized_memory = True  # type: ignore[attr-defined]
         try:
