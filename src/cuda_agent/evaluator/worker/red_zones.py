@@ -11,19 +11,19 @@ Then:
 * a kernel that writes past either edge of an input changes a guard byte
   (``check_guards``): ``memory_error:access``;
 * a kernel that reads past either edge and lets the value reach its output gives NaN there (or
-  another wrong value): the trial's output is wrong, and where ModelNew called once more on
-  copies of the same inputs inside buffers whose edges hold zeros (``guard_inputs(...,
-  fill=0)``) is right, the verdict is ``memory_error:access`` (``read_outside``); where that
-  call is wrong too, it is the trial's ``output_mismatch``. The second call's edges are zeros,
-  not whatever lies beyond a plain copy: on the GPU the caching allocator puts a fresh copy next
-  to recycled blocks, which can hold NaN (the guarded trial's own output, freed), so a plain
-  copy failed alike and an out-of-bounds read was named a wrong output (H200, 2026-12-05).
-  An earlier, plain trial that fails asks both calls (NaN edges wrong, zero edges right:
-  ``memory_error:access``): its copy's slack can hold NaN too (cpu, CI, 2026-12-06). The
-  zero-edged call fills the candidate's uninitialised allocations with NaN
-  (``uninitialised_memory_filled``): a scratch it never writes, recycled from the NaN-edged
-  call's freed guard bytes and harmless in the next call, was named a read past the edge
-  (H100, 2026-12-06); filled, it is wrong there too and the trial's ``output_mismatch`` stands.
+  another wrong value): the trial's output is wrong, and where ModelNew called once more on copies
+  of the same inputs inside buffers whose edges hold zeros (``guard_inputs(..., fill=0)``) is
+  right, the verdict is ``memory_error:access`` (``read_outside``); where that call is wrong too,
+  it is the trial's ``output_mismatch``. The second call's edges are zeros, not whatever lies
+  beyond a plain copy: on the GPU the caching allocator puts a fresh copy next to recycled blocks,
+  which can hold NaN (the guarded trial's own output, freed), so a plain copy failed alike and an
+  out-of-bounds read was named a wrong output (H200, 2026-12-05). An earlier, plain trial that
+  fails asks both calls (NaN edges wrong, zero edges right: ``memory_error:access``): its copy's
+  slack can hold NaN too (cpu, CI, 2026-12-06). The zero-edged call fills the candidate's
+  uninitialised allocations with NaN (``uninitialised.py``): a scratch it never writes, recycled
+  from the NaN-edged call's freed guard bytes and harmless in the next call, was named a read past
+  the edge (H100, 2026-12-06); filled, it is wrong there too and the trial's ``output_mismatch``
+  stands.
 
 It costs nothing when the candidate is right (the trial happens anyway; one or two more calls
 only when a trial fails, to tell the two apart) and adds no call a candidate could count; nothing is
@@ -38,9 +38,6 @@ correct candidates.
 
 from __future__ import annotations
 
-import contextlib
-import warnings
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,23 +141,3 @@ def read_outside(trial: int, mismatch: str) -> Verdict:
         "edge), or depends on where they lie in memory",
         [FLAG_ACCESS],
     )
-
-
-@contextlib.contextmanager
-def uninitialised_memory_filled() -> Iterator[None]:
-    """While open, every ``empty``-family allocation is filled (NaN for floating types): torch's
-    deterministic mode, warnings only, with ``fill_uninitialized_memory``; both restored after."""
-    import torch.utils.deterministic as deterministic
-
-    enabled = torch.are_deterministic_algorithms_enabled()
-    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
-    filled = deterministic.fill_uninitialized_memory  # type: ignore[attr-defined]
-    with warnings.catch_warnings():  # only deterministic mode's own warnings are dropped
-        warnings.filterwarnings("ignore", message=".*deterministic.*")
-        torch.use_deterministic_algorithms(True, warn_only=True)
-        deterministic.fill_uninitialized_memory = True  # type: ignore[attr-defined]
-        try:
-            yield
-        finally:
-            deterministic.fill_uninitialized_memory = filled  # type: ignore[attr-defined]
-            torch.use_deterministic_algorithms(enabled, warn_only=warn_only)

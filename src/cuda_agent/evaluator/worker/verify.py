@@ -63,11 +63,11 @@ from cuda_agent.evaluator.worker.red_zones import (
     check_guards,
     guard_inputs,
     read_outside,
-    uninitialised_memory_filled,
 )
 from cuda_agent.evaluator.worker.reference import Reference
 from cuda_agent.evaluator.worker.session import EvaluationSession, Verdict, call, solution_files
 from cuda_agent.evaluator.worker.tensors import clone_nested, derive_seed, fingerprint_nested
+from cuda_agent.evaluator.worker.uninitialised import uninitialised_memory_filled
 from cuda_agent.evaluator.worker.weights import (
     not_transferred_text,
     probe_pairs,

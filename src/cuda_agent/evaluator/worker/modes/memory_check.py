@@ -7,16 +7,17 @@ allocation), AddressSanitizer on the cpu backend (the candidate's extensions bui
 ``-fsanitize=address``, the runtime preloaded). The checker writes its report to a file the
 parent reads; this process only runs the call.
 
-It also fills memory that a kernel is given uninitialised: before the candidate is imported,
-torch's deterministic mode with ``fill_uninitialized_memory`` is turned on, so every
-``empty``-family allocation (``torch::empty_like`` in an extension too) is filled with NaN (or
-the integer maximum). A kernel that reads its output buffer before writing it (accumulating
-into ``empty``) then gives a wrong output here, whatever a fresh ``cudaMalloc`` happened to
-hold in the verified run; the output is compared with the reference's on the same inputs.
-The check draws its own seed (weights and inputs verification never saw). When the output is
-wrong there, the candidate runs once more, the fill still on, on the inputs and weights that
-verification used (the evaluation's seed): right there says its kernel is wrong for the check's
-weights or inputs (``verified_inputs_ok``), not that it reads memory it never wrote.
+It also fills memory that a kernel is given uninitialised (``uninitialised.py``): from before the
+candidate is imported to the end of the check, torch's deterministic mode with
+``fill_uninitialized_memory`` is turned on, so every ``empty``-family allocation
+(``torch::empty_like`` in an extension too) is filled with NaN (or the integer maximum). A kernel
+that reads its output buffer before writing it (accumulating into ``empty``) then gives a wrong
+output here, whatever a fresh ``cudaMalloc`` happened to hold in the verified run; the output is
+compared with the reference's on the same inputs. The check draws its own seed (weights and inputs
+verification never saw). When the output is wrong there, the candidate runs once more, the fill
+still on, on the inputs and weights that verification used (the evaluation's seed): right there
+says its kernel is wrong for the check's weights or inputs (``verified_inputs_ok``), not that it
+reads memory it never wrote.
 
 No timing and no integrity checks happen here: the verdict's other parts come from the
 ``evaluate`` process, which ran first. The process starts (imports, the CUDA context) before it
@@ -26,7 +27,6 @@ takes the device's shared turn, and holds that turn from the reference's build t
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import torch
@@ -49,6 +49,7 @@ from cuda_agent.evaluator.worker.reference import ProblemFailure, Reference, bui
 from cuda_agent.evaluator.worker.session import Phases
 from cuda_agent.evaluator.worker.shim import BuildShim
 from cuda_agent.evaluator.worker.tensors import clone_nested, derive_seed
+from cuda_agent.evaluator.worker.uninitialised import uninitialised_memory_filled
 
 
 def run(req: WorkerRequest, channel: ResultChannel) -> MemoryCheckRecord:
@@ -79,7 +80,21 @@ def _check(
         phases.mark("wait_exclusive")
     shim = request_shim(req)
     shim.install()
-    _fill_uninitialised_memory()
+    with uninitialised_memory_filled():
+        _import_and_check(req, channel, record, phases, ref, device, shim)
+
+
+def _import_and_check(
+    req: WorkerRequest,
+    channel: ResultChannel,
+    record: MemoryCheckRecord,
+    phases: Phases,
+    ref: Reference,
+    device: Device,
+    shim: BuildShim,
+) -> None:
+    """Import the candidate and run its checked forward (again on verification's inputs when
+    its output is wrong); the caller keeps uninitialised memory filled throughout."""
     decided = rules(req.settings.policy)
     model_new, files = imported_candidate(req, ref, shim, decided)
     phases.mark("import_candidate")
@@ -124,14 +139,3 @@ def _checked_forward(
     device.synchronize()
     verdict = compare(expected, out, req.atol, req.rtol)
     return verdict.ok, verdict.message
-
-
-def _fill_uninitialised_memory() -> None:
-    """Every ``empty``-family allocation from now on is filled (NaN for floating types)."""
-    import torch.utils.deterministic
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.use_deterministic_algorithms(True, warn_only=True)
-    torch.utils.deterministic.fill_uninitialized_memory = True  # type: ignore[attr-defined]
-    warnings.filterwarnings("ignore", message=".*deterministic.*")
