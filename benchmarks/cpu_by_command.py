@@ -8,7 +8,8 @@ Run it beside the run to measure; it stops when the process it watches ends, or 
 
 Every ``--interval`` seconds (0.5) it reads each process's cumulative user+system time
 (``/proc/PID/stat``) and its command line; a process's time is the last value seen before it
-ended, credited to a label (from the last command line seen): the executable's name
+ended, credited to a label (from the last command line seen, an ended process's empty one
+aside): the executable's name
 (``cc1plus``, ``cicc``, ``ld``), or for Python the module after ``-m`` or the script's name
 (``cuda_agent.evaluator.worker``, ``pytest``, ``pip``), with an xdist worker named ``pytest
 (xdist worker)``. Only the watched process and its descendants count (found through their
@@ -110,7 +111,8 @@ def sample(seen: Seen) -> None:
             now[process.key[0]] = process
     for process in now.values():
         if _in_tree(process, now, seen):
-            seen.label[process.key] = label_for(process.cmdline, process.comm)  # a fork may exec
+            if process.cmdline or process.key not in seen.label:  # a zombie's is empty
+                seen.label[process.key] = label_for(process.cmdline, process.comm)  # may exec
             seen.cpu_s[process.key] = process.cpu_s
 
 

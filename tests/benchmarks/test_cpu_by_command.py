@@ -4,11 +4,13 @@ until the parent stops it is credited to its own label; processes older than the
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.cpu_by_command import label_for
+from benchmarks.cpu_by_command import Seen, label_for, sample
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -61,3 +63,29 @@ def test_an_unknown_pid_is_a_clear_error() -> None:
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 2 and "no such process" in done.stderr
+
+
+def _state(pid: int) -> str:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rindex(")") + 2]
+
+
+def test_an_ended_process_keeps_the_label_of_its_command_line(tmp_path: Path) -> None:
+    """A zombie's command line reads empty: its label stays the one it had while it ran."""
+    spin = tmp_path / "spin.py"
+    spin.write_text("while True:\n    pass\n")
+    child = subprocess.Popen([sys.executable, str(spin)])
+    try:
+        seen = Seen(os.getpid())
+        while not any(label == "spin.py" for label in seen.label.values()):
+            sample(seen)  # until the child has exec'd into the script
+        os.kill(child.pid, signal.SIGKILL)
+        while _state(child.pid) != "Z":  # ended, not yet waited for
+            pass
+        assert Path(f"/proc/{child.pid}/cmdline").read_bytes() == b""
+        sample(seen)
+        labels = [label for (pid, _), label in seen.label.items() if pid == child.pid]
+        assert labels == ["spin.py"], labels
+    finally:
+        child.kill()
+        child.wait()
