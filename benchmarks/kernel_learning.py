@@ -20,7 +20,8 @@ Phases (each fits one 10-minute device call; what the next needs stays in ``--st
   ``base`` (the base model at ``--temperature``), ``null`` (the same sampling with another seed,
   no training: the noise floor), ``greedy`` (the base at temperature 0, one reply), ``rft``,
   ``rft2``, ``mixed``, ``cold``, ``grpo``, ``teacher`` (the ``--teacher`` model itself, sampled as
-  ``base``), ``teacher-rft`` -> ``STATE/heldout/ARM.json``;
+  ``base``), ``teacher-rft`` -> ``STATE/heldout/ARM.json`` (``--heldout-folder``: another folder
+  for arms sampled with other settings, reported against that folder's own ``base``);
 * ``learnable``: the RFT model sampled over the training split as ``rft`` sampled the base
   (untimed, the same verdict cache) -> ``STATE/rft/learnable-rft.json``: the problems the
   fine-tuned model passes strictly between 0 and 1 times, which ``grpo`` then trains on (the
@@ -39,11 +40,13 @@ Phases (each fits one 10-minute device call; what the next needs stays in ``--st
 * ``mixed``: the base model fine-tuned as in ``rft2``, on the passing, deduplicated replies of
   the base's, the RFT model's and the teacher's samples (the 0.5B's own first, so the teacher's
   fill only what its own leave under ``--per-problem``) -> ``STATE/mixed/model``;
-* ``reference``: the curriculum's own kernel for each train problem of ``--cold-families``
-  (``rl.curriculum.reference``: a block per row, shared-memory reductions), written as a reply
-  in the prompt's form and scored like one -> ``STATE/reference-sample/samples.jsonl``: the
-  examples no model here makes (2026-12-06: no reply of the 0.5B or the 1.5B passed a row-wise
-  problem, 0 of 1,920);
+* ``reference``: the curriculum's own short kernel for each train problem of
+  ``--cold-families`` (``rl.curriculum.reply_kernels``: the prompt's style, a warp per row for
+  row problems, 160-450 tokens, within the replies' budget), written as a reply in the
+  prompt's form and scored like one -> ``STATE/reference-sample/samples.jsonl``: the examples
+  no model here makes (2026-12-06: no reply of the 0.5B or the 1.5B passed a row-wise problem,
+  0 of 1,920), and correct device code for the ops the models call as if CUDA had them
+  (``softplus(v)``: half of RFT's held-out build failures);
 * ``cold``: the base fine-tuned as in ``mixed``, on its own two samples' passes and the
   passing references (the model's own first) -> ``STATE/cold/model``;
 * ``teacher-rft``: the teacher fine-tuned on its own sample's passing, deduplicated replies (the
@@ -109,7 +112,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", default="gpu-results/learning")
     parser.add_argument("--families", default="elementwise,chain,rowwise,reduction")
     parser.add_argument(
-        "--cold-families", default="rowwise,reduction", help="the reference phase's families"
+        "--cold-families",
+        default="elementwise,chain,rowwise,reduction",
+        help="the reference phase's families",
     )
     parser.add_argument("--n-train", type=int, default=160)
     parser.add_argument("--n-heldout", type=int, default=48)
@@ -119,6 +124,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--samples", type=int, default=8, help="held-out replies per problem")
     parser.add_argument("--temperature", type=float, default=0.8)
     parser.add_argument("--max-new-tokens", type=int, default=384)
+    parser.add_argument(
+        "--heldout-folder",
+        default="heldout",
+        help="the folder of --state for the held-out arms and the report: another one for arms "
+        "sampled with other settings (heldout-512 for --max-new-tokens 512), never mixed",
+    )
     parser.add_argument("--batch-prompts", type=int, default=16)
     parser.add_argument("--jobs", type=int, default=12, help="evaluations at once")
     parser.add_argument("--per-problem", type=int, default=4, help="RFT answers per problem")
@@ -365,9 +376,10 @@ def phase_heldout(args: argparse.Namespace, state: Path, model: str) -> None:
         limit=args.heldout_limit,
         jobs=args.jobs,
         options=options_of(args),
+        # one verdict cache for every held-out folder: its key holds the answer and the options
         cache=VerdictCache(state / "heldout" / "verdicts.jsonl"),
         log=log,
-        replies_file=state / "heldout" / f"{arm}.replies.jsonl",
+        replies_file=state / args.heldout_folder / f"{arm}.replies.jsonl",
     )
     record = {
         "arm": arm,
@@ -376,7 +388,7 @@ def phase_heldout(args: argparse.Namespace, state: Path, model: str) -> None:
         "seconds": round(time.monotonic() - began, 1),
         "replies": [s.as_dict() for s in samples],
     }
-    target = state / "heldout" / f"{arm}.json"
+    target = state / args.heldout_folder / f"{arm}.json"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(record), encoding="utf-8")
     passed = sum(s.passed for s in samples)
@@ -443,7 +455,7 @@ def phase_report(args: argparse.Namespace, state: Path) -> None:
 
     arms = []
     for name in ARMS:
-        path = state / "heldout" / f"{name}.json"
+        path = state / args.heldout_folder / f"{name}.json"
         if path.is_file():
             replies = json.loads(path.read_text(encoding="utf-8"))["replies"]
             arms.append(arm_from_replies(name, replies))

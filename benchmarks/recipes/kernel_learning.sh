@@ -21,7 +21,7 @@
 #                                                         replies of the base, the RFT model and
 #                                                         the teacher
 #   bash benchmarks/recipes/kernel_learning.sh heldout mixed
-#   bash benchmarks/recipes/kernel_learning.sh reference  the curriculum's own kernels of the
+#   bash benchmarks/recipes/kernel_learning.sh reference  the curriculum's own short kernels of the
 #                                                         train split's row-wise and reduction
 #                                                         problems, scored
 #   bash benchmarks/recipes/kernel_learning.sh cold       the base fine-tuned on its own passes

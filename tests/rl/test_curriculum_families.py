@@ -45,6 +45,7 @@ from cuda_agent.rl.curriculum.problem_set import (
     row_spec,
 )
 from cuda_agent.rl.curriculum.reference import reference_kernel
+from cuda_agent.rl.curriculum.reply_kernels import reply_kernel
 from cuda_agent.rl.curriculum.row_ops import draw_row, screen
 from cuda_agent.rl.curriculum.sampling import reference_samples
 from cuda_agent.rl.curriculum.scaffold import CPU_BINDING, LAUNCH_SIGNATURES, write_workdir
@@ -278,6 +279,24 @@ def test_the_scaffold_binds_each_family_kernel(families_set: Path, tmp_path: Pat
         reference_kernel(row, "cpu")
 
 
+def test_reply_kernels_are_short_answers_in_the_prompt_form(families_set: Path) -> None:
+    """The cold-start replies fit the model's reply budget (384-512 new tokens, about 3
+    characters a token) where the long reference kernels of row problems do not, and each is
+    read back by the kernel task as its family's answer."""
+    longest: dict[str, int] = {}
+    for row in every_row(families_set):
+        family = row["family"]
+        short = reply_kernel(row, "cuda")
+        assert extract_kernel(f"```cuda\n{short}```", family) == short
+        assert launch_signature(family, "cuda") + " {" in short
+        longest[family] = max(longest.get(family, 0), len(short))
+        if family in ("rowwise", "reduction"):
+            assert len(reference_kernel(row, "cuda")) > 2_000
+        assert reply_kernel(row, "cpu") == reference_kernel(row, "cpu")
+    assert set(longest) == set(FAMILIES)
+    assert max(longest.values()) <= 1_400, longest
+
+
 def _combined(kernels: list[tuple[str, str]], prelude: str) -> str:
     """One translation unit holding every (launch name, kernel file), each in its namespace
     with its launch renamed ``NAME_i`` (C linkage ignores namespaces)."""
@@ -293,6 +312,8 @@ def _combined(kernels: list[tuple[str, str]], prelude: str) -> str:
 def _kernels(folder: Path, backend: str) -> list[tuple[str, str, str]]:
     """(family, torch expression, kernel file) of every problem and of each family's example."""
     out = [(r["family"], r["torch_expr"], reference_kernel(r, backend)) for r in every_row(folder)]
+    if backend == "cuda":  # the short replies too (on cpu, reply_kernel is reference_kernel)
+        out += [(r["family"], r["torch_expr"], reply_kernel(r, backend)) for r in every_row(folder)]
     for family in ("elementwise", "rowwise", "reduction"):
         _, example, code = kernel_prompt(family, backend)
         out.append((family, example, code))
@@ -408,6 +429,6 @@ def test_reference_samples_are_the_families_references_scored_as_replies(small_s
     assert [s.problem for s in samples] == [row_spec(small_set, r) for r in rows]
     for sample, row in zip(samples, rows, strict=True):
         assert (sample.task, sample.family, sample.outcome) == ("kernel", "rowwise", "pass")
-        assert sample.answer == reference_kernel(row, "cpu")  # the reply holds it, whole
+        assert sample.answer == reply_kernel(row, "cpu")  # the reply holds it, whole
         assert sample.reply.startswith("```cpp\n") and not sample.truncated
         assert sample.flags == ()

@@ -112,6 +112,15 @@ __device__ float block_reduce(float v, float* shared) {
 def reference_kernel(problem: Problem | Mapping[str, Any], backend: str) -> str:
     """A correct kernel file for ``problem`` (a ``Problem`` or a split's row) on ``backend``
     (``cpu`` or ``cuda``)."""
+    candidate = checked_candidate(problem)
+    if isinstance(candidate, Composition):
+        return kernel_source(backend, candidate.c_expr)
+    return row_kernel(candidate, backend)
+
+
+def checked_candidate(problem: Problem | Mapping[str, Any]) -> Composition | RowProblem:
+    """The problem drawn again from its id, refused unless its expression is the problem's
+    (a folder built by another version of the curriculum)."""
     if isinstance(problem, Problem):
         problem_id, expression = problem.id, forward_expression(problem.source)
     else:
@@ -122,9 +131,7 @@ def reference_kernel(problem: Problem | Mapping[str, Any], backend: str) -> str:
             f"{problem_id}: y = {expression} is not what this version of the curriculum draws "
             f"for the id (y = {candidate.torch_expr}): a set built by another version"
         )
-    if isinstance(candidate, Composition):
-        return kernel_source(backend, candidate.c_expr)
-    return row_kernel(candidate, backend)
+    return candidate
 
 
 def row_kernel(problem: RowProblem, backend: str) -> str:

@@ -8,9 +8,10 @@ distinct answer once (``verdicts``; ``cache`` keeps verdicts across calls and ru
 returns one ``Sample`` per reply: the problem spec, its family and ops, the task, the reply,
 its length and whether it was cut off, and the verdict. With ``replies_file`` the replies are
 kept before they are scored (``kept_replies``), so a run cut while scoring generates nothing
-again. ``reference_samples`` scores, in the same form, the curriculum's own known-good kernel
-(``reference.reference_kernel``) as the one reply to each ``kernel`` prompt of the families
-asked: a cold-start set for a family that no model passes.
+again. ``reference_samples`` scores, in the same form, a known-good kernel of the curriculum's
+own (``reply_kernels.reply_kernel``: short enough to be a reply within the model's token
+budget) as the one reply to each ``kernel`` prompt of the families asked: a cold-start set for
+a family that no model passes.
 
 On the records:
 
@@ -45,7 +46,7 @@ from cuda_agent.rl.curriculum.generation import (
 )
 from cuda_agent.rl.curriculum.kept_replies import keep, kept, replies_key
 from cuda_agent.rl.curriculum.problem_set import read_split, row_spec
-from cuda_agent.rl.curriculum.reference import reference_kernel
+from cuda_agent.rl.curriculum.reply_kernels import reply_kernel
 from cuda_agent.rl.curriculum.scoring import pooled_evaluator
 from cuda_agent.rl.curriculum.tasks import check_task, kernel_reply, messages
 from cuda_agent.rl.curriculum.verdicts import VerdictCache, score_replies
@@ -167,15 +168,16 @@ def reference_samples(
     cache: VerdictCache | None = None,
     log: Callable[[str], None] | None = None,
 ) -> list[Sample]:
-    """The reference kernel of each ``kernel`` problem of ``families`` in the split, as a reply
-    in the prompt's own form (one fenced block), scored like a model's (module docstring). A
+    """The short known-good kernel (``reply_kernel``) of each ``kernel`` problem of
+    ``families`` in the split, as a reply in the prompt's own form (one fenced block), scored
+    like a model's (module docstring). A
     reference that does not pass is kept with its verdict, never trained on."""
     prompted = [
         p for p in split_prompts("kernel", folder, split, backend, limit) if p.family in families
     ]
     flat = []
     for pair in prompted:
-        code = reference_kernel(resolve_problem(pair.spec), backend)
+        code = reply_kernel(resolve_problem(pair.spec), backend)
         flat.append((pair, Reply(kernel_reply(code, backend), tokens=0, truncated=False)))
     return score_samples(flat, backend, options, evaluator, jobs, cache, log, "written")
 
