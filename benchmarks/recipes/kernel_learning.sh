@@ -21,9 +21,9 @@
 #                                                         replies of the base, the RFT model and
 #                                                         the teacher
 #   bash benchmarks/recipes/kernel_learning.sh heldout mixed
-#   bash benchmarks/recipes/kernel_learning.sh reference  the curriculum's own short kernels of the
-#                                                         train split's row-wise and reduction
-#                                                         problems, scored
+#   bash benchmarks/recipes/kernel_learning.sh reference  the curriculum's own short kernels of
+#                                                         the train split (every family; a warp
+#                                                         per row for row problems), scored
 #   bash benchmarks/recipes/kernel_learning.sh cold       the base fine-tuned on its own passes
 #                                                         and the passing references; heldout cold
 #   bash benchmarks/recipes/kernel_learning.sh heldout teacher   the teacher's own row
@@ -44,7 +44,9 @@
 # Both models carried at once: `qwen_carry.sh prepare qwen-coder-0.5b qwen-coder-1.5b`, then
 # `CURVE_MODELS="qwen-coder-0.5b qwen-coder-1.5b" kernel_curve.sh setup`.
 # LEARN_MODEL (qwen-coder-0.5b), LEARN_TEACHER (qwen-coder-1.5b), LEARN_TASK (kernel),
-# LEARN_JOBS (12), LEARN_ARGS (more arguments of benchmarks/kernel_learning.py) set the run.
+# LEARN_JOBS (12), LEARN_ARGS (more arguments of benchmarks/kernel_learning.py) set the run
+# (arms sampled with other settings go to a folder of their own: LEARN_ARGS="--max-new-tokens
+# 512 --heldout-folder heldout-512" for `heldout base`, `heldout cold` and `report`).
 # A line every 15 s names what holds the GPU. The row: the phase's last lines.
 set -u -o pipefail
 # shellcheck source=benchmarks/recipes/common.sh
