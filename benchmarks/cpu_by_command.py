@@ -9,13 +9,12 @@ Run it beside the run to measure; it stops when the process it watches ends, or 
 Every ``--interval`` seconds (0.5) it reads each process's cumulative user+system time
 (``/proc/PID/stat``) and its command line; a process's time is the last value seen before it
 ended, credited to a label (from the last command line seen, an ended process's empty one
-aside): the executable's name
-(``cc1plus``, ``cicc``, ``ld``), or for Python the module after ``-m`` or the script's name
-(``cuda_agent.evaluator.worker``, ``pytest``, ``pip``), with an xdist worker named ``pytest
-(xdist worker)``. Only the watched process and its descendants count (found through their
-parents while those live: a process whose parent ended before it was first seen is missed). The
-table, printed at the end (and written to ``--out``), gives each label's CPU
-seconds, its share of what was seen, and how many processes had it.
+aside): the executable's name (``cc1plus``, ``cicc``, ``ld``), or for Python the module after
+``-m`` or the script's name (``cuda_agent.evaluator.worker``, ``pytest``, ``pip``), with an
+xdist worker named ``pytest (xdist worker)``. Only the watched process and its descendants
+count (found through their parents while those live: a process whose parent ended before it
+was first seen is missed). The table, printed at the end (and written to ``--out``), gives
+each label's CPU seconds, its share of what was seen, and how many processes had it.
 
 What it does not see: a process that starts and ends between two samples (its time is lost;
 compare the table's total with ``/usr/bin/time``'s user+sys for the coverage), and time spent
@@ -77,6 +76,7 @@ class Process:
     comm: str
     cmdline: list[str]
     cpu_s: float
+    state: str  # /proc's one-letter state: R running, S sleeping, Z ended but not waited for...
 
 
 def _read_process(pid: int) -> Process | None:
@@ -90,16 +90,14 @@ def _read_process(pid: int) -> Process | None:
     fields = stat[stat.rindex(")") + 2 :].split()
     utime, stime, started = int(fields[11]), int(fields[12]), float(fields[19])
     cmdline = [part.decode(errors="replace") for part in raw.split(b"\0") if part]
-    return Process((pid, started), int(fields[1]), comm, cmdline, (utime + stime) / TICKS)
+    cpu_s = (utime + stime) / TICKS
+    return Process((pid, started), int(fields[1]), comm, cmdline, cpu_s, fields[0])
 
 
 def _running(pid: int) -> bool:
     """Whether ``pid`` is alive (a zombie, ended but not yet waited for, is not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"
+    process = _read_process(pid)
+    return process is not None and process.state != "Z"
 
 
 def sample(seen: Seen) -> None:
