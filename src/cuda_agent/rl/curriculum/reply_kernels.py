@@ -2,23 +2,28 @@
 
 ``reply_kernel(problem, backend)`` returns a correct kernel file for a curriculum problem, in
 the prompt's own short style (``kernel_prompts``' worked examples), short enough to be a reply
-the model can write in its token budget (``kernel_learning``'s 384 new tokens; at about 3
-characters a token on Qwen2.5-Coder's tokenizer, a file must stay under about 1,100
-characters). ``reference.reference_kernel`` is the long form (a warp-shuffle and shared-memory
-block reduction, 2,100-2,700 characters for a row problem): a model trained on it would be cut
-off mid-kernel.
+the model can write within its token budget (``kernel_learning``'s 384 new tokens).
+``reference.reference_kernel`` is the long form (a 256-thread block a row, warp-shuffle and
+shared-memory reductions: 2,100-2,700 characters, 700-900 tokens, for a row problem): a model
+trained on it would be cut off mid-kernel. On Qwen2.5-Coder's tokenizer these files take
+160-260 tokens for elementwise and chain problems, 230-290 for reductions and 300-450 for
+row-wise ones; the two-pass row ops (softmax, log_softmax, layer_norm) run 400-450, over
+384, which is why their held-out replies need 512 (docs/benchmarks.md, the fourth run).
 
 * ``elementwise`` and ``chain``: the worked example's kernel (one thread an element, bounds
-  check) with the problem's C expression in a ``__device__`` function ``f``;
-* ``rowwise`` and ``reduction`` on cuda: one warp per row (32 threads a block, a block a row):
-  each pass over the row a lane-stride loop and an ``__shfl_xor_sync`` butterfly, which leaves
-  the total in every lane, so no shared memory and no ``__syncthreads``; the elementwise ops
-  before and after the row op are ``f(x)`` and ``g(x)``; the passes and the output come from
-  ``reference.PASSES``, so both forms compute the same thing;
+  check) calling ``f``, a ``__device__`` function applying the problem's ops one statement
+  each (nested, an operand would repeat as often as an op's template names it);
+* ``rowwise`` and ``reduction`` on cuda: one warp per row (32 threads a block, a block a row,
+  an ``int`` column index: rows of fewer than 2^31 columns, as every curriculum problem's):
+  each pass over the row a lane-stride loop and an ``__shfl_xor_sync`` butterfly, which
+  leaves the total in every lane, so no shared memory and no ``__syncthreads``; the
+  elementwise ops before and after the row op are ``f(x)`` and ``g(x)``; the passes and the
+  output come from ``reference.PASSES``, so both forms compute the same thing (up to
+  rounding: ``rsqrtf`` for ``1 / sqrtf``);
 * on cpu: ``reference.reference_kernel`` (plain loops, already short).
 
-Every file states only ``// y = <expression>`` about the problem (as ``reference``'s files):
-an id or a "reference" header would be learned and written back.
+No file names its problem, not even its expression, which the prompt states: an id or a
+"reference" header would be learned and written back.
 
 What it does not do: score the replies (``sampling.reference_samples``), or write the fastest
 kernel (one warp a row leaves most of an SM idle on short rows).
@@ -37,7 +42,6 @@ from cuda_agent.rl.curriculum.row_ops import RowProblem
 
 _IDENTITY = {"sum": "0.0f", "max": "-INFINITY", "min": "INFINITY"}
 _UPDATE = {"sum": "{a} += {b};", "max": "{a} = fmaxf({a}, {b});", "min": "{a} = fminf({a}, {b});"}
-_SHUFFLE = {"sum": "{a} += {s};", "max": "{a} = fmaxf({a}, {s});", "min": "{a} = fminf({a}, {s});"}
 _LANES = "for (int c = threadIdx.x; c < cols; c += 32)"
 
 
@@ -108,13 +112,13 @@ def _row(problem: RowProblem) -> str:
     for index, (kind, term, name, value) in enumerate(passes):
         value = _shorter(value)
         acc = f"a{index}"
-        update = _UPDATE[kind].format(a=acc, b=term)
         lines.append(f"  float {acc} = {_IDENTITY[kind]};")
         if term == "v":
             lines.append(f"  {_LANES} {_UPDATE[kind].format(a=acc, b=read)}")
         else:
+            update = _UPDATE[kind].format(a=acc, b=term)
             lines.append(f"  {_LANES} {{ const float v = {read}; {update} }}")
-        shuffle = _SHUFFLE[kind].format(a=acc, s=f"__shfl_xor_sync(0xffffffff, {acc}, o)")
+        shuffle = _UPDATE[kind].format(a=acc, b=f"__shfl_xor_sync(0xffffffff, {acc}, o)")
         lines.append(f"  for (int o = 16; o > 0; o >>= 1) {shuffle}")
         if reduction and name == output:  # the last pass's value is the row's result
             lines.append(f"  if (threadIdx.x == 0) y[blockIdx.x] = {value.format(t=acc)};")
