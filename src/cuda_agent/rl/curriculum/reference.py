@@ -67,7 +67,7 @@ PASSES: dict[str, tuple[tuple[Pass, ...], str]] = {
     "sum_squares": ((("sum", "v * v", "out", "{t}"),), "out"),
     "l2_norm": ((("sum", "v * v", "out", "sqrtf({t})"),), "out"),
 }
-_IDENTITY = {"sum": "0.0f", "max": "-INFINITY", "min": "INFINITY"}
+IDENTITY = {"sum": "0.0f", "max": "-INFINITY", "min": "INFINITY"}
 _COMBINE = {"sum": "{a} + {b}", "max": "fmaxf({a}, {b})", "min": "fminf({a}, {b})"}
 _KIND = {"sum": "kSum", "max": "kMax", "min": "kMin"}
 
@@ -201,7 +201,7 @@ def _cpu_body(passes: tuple[Pass, ...], output: str, reduction: bool) -> list[st
             out.append(f"    double {acc} = 0.0;")
             update = f"{acc} += {term};"
         else:
-            out.append(f"    float {acc} = {_IDENTITY[kind]};")
+            out.append(f"    float {acc} = {IDENTITY[kind]};")
             update = f"{acc} = {_COMBINE[kind].format(a=acc, b=term)};"
         out += [
             "    for (int64_t c = 0; c < cols; ++c) {",
@@ -228,7 +228,7 @@ def _cuda_body(passes: tuple[Pass, ...], output: str, reduction: bool) -> list[s
     for index, (kind, term, name, value) in enumerate(passes):
         acc = f"acc{index}"
         out += [
-            f"    float {acc} = {_IDENTITY[kind]};",
+            f"    float {acc} = {IDENTITY[kind]};",
             f"    {loop}",
             "      const float v = pre(xr[c]);",
             f"      {acc} = {_COMBINE[kind].format(a=acc, b=term)};",

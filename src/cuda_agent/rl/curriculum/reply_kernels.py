@@ -37,10 +37,14 @@ from typing import Any
 from cuda_agent.core.types import Problem
 from cuda_agent.rl.curriculum.families import kernel_name, launch_signature
 from cuda_agent.rl.curriculum.ops import Composition, apply_steps
-from cuda_agent.rl.curriculum.reference import PASSES, checked_candidate, reference_kernel
+from cuda_agent.rl.curriculum.reference import (
+    IDENTITY,
+    PASSES,
+    checked_candidate,
+    reference_kernel,
+)
 from cuda_agent.rl.curriculum.row_ops import RowProblem
 
-_IDENTITY = {"sum": "0.0f", "max": "-INFINITY", "min": "INFINITY"}
 _UPDATE = {"sum": "{a} += {b};", "max": "{a} = fmaxf({a}, {b});", "min": "{a} = fminf({a}, {b});"}
 _LANES = "for (int c = threadIdx.x; c < cols; c += 32)"
 
@@ -112,7 +116,7 @@ def _row(problem: RowProblem) -> str:
     for index, (kind, term, name, value) in enumerate(passes):
         value = _shorter(value)
         acc = f"a{index}"
-        lines.append(f"  float {acc} = {_IDENTITY[kind]};")
+        lines.append(f"  float {acc} = {IDENTITY[kind]};")
         if term == "v":
             lines.append(f"  {_LANES} {_UPDATE[kind].format(a=acc, b=read)}")
         else:

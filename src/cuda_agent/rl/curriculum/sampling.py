@@ -170,8 +170,8 @@ def reference_samples(
 ) -> list[Sample]:
     """The short known-good kernel (``reply_kernel``) of each ``kernel`` problem of
     ``families`` in the split, as a reply in the prompt's own form (one fenced block), scored
-    like a model's (module docstring). A
-    reference that does not pass is kept with its verdict, never trained on."""
+    like a model's (module docstring). A reference that does not pass is kept with its
+    verdict, never trained on."""
     prompted = [
         p for p in split_prompts("kernel", folder, split, backend, limit) if p.family in families
     ]
