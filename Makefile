@@ -32,8 +32,15 @@ test: check
 
 # everything that needs no GPU
 # loadgroup: the tests of an xdist group run on one worker, one after another (tests/conftest.py)
-test-all: check
-	$(BIN)/pytest -q -n auto --dist loadgroup --no-loadscope-reorder -m "not gpu" --durations=20
+# The checks (one core, mostly mypy: about a minute) run beside the tests, in the time the
+# tests leave a core idle (deadlines, a build another worker holds the lock of); their output
+# follows the tests'. Either failing fails the target.
+test-all: $(STAMP)
+	@rm -f $(VENV)/check.log $(VENV)/check.rc
+	@($(MAKE) --no-print-directory check > $(VENV)/check.log 2>&1; echo $$? > $(VENV)/check.rc) & \
+	$(BIN)/pytest -q -n auto --dist loadgroup --no-loadscope-reorder -m "not gpu" --durations=20; \
+	tests=$$?; wait; cat $(VENV)/check.log; checks=$$(cat $(VENV)/check.rc); \
+	echo "checks exit $$checks, tests exit $$tests"; test "$$tests" = 0 && test "$$checks" = 0
 
 # Qwen2.5-Coder-1.5B-Instruct's GGUF parts (1.1 GB; --model qwen-coder-1.5b)
 models: $(STAMP)

@@ -508,3 +508,24 @@ def cheap_fixture_names() -> frozenset[str]:
     return frozenset(
         f.name for f in CATALOGUE if build_calls(f) == shared and not deadlines & set(f.options)
     )
+
+
+@cache
+def shared_build_groups() -> dict[str, str]:
+    """Fixture name -> an xdist group, for the slow fixtures whose extension another slow
+    fixture also builds (a fixture under several policies, fixtures of one source): in one
+    group they run on one worker in turn, and the later ones find the build in the cache, where
+    side by side one worker would wait on the other's build lock. The group is named after the
+    first of them."""
+    cheap = cheap_fixture_names()
+    by_build: dict[tuple[str, ...], list[str]] = {}
+    for fixture in CATALOGUE:
+        calls = build_calls(fixture)
+        if fixture.name not in cheap and calls:
+            by_build.setdefault(calls, []).append(fixture.name)
+    return {
+        name: f"build-of-{names[0]}"
+        for names in by_build.values()
+        if len(names) > 1
+        for name in names
+    }

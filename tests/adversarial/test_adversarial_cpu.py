@@ -20,7 +20,12 @@ from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.solutions.loader import load_solution
 from cuda_agent.workspace.isolation import IsolationUnavailable, bwrap_usable
 from cuda_agent.workspace.sandbox import worker_isolation
-from tests.adversarial.catalogue import CATALOGUE, Fixture, cheap_fixture_names
+from tests.adversarial.catalogue import (
+    CATALOGUE,
+    Fixture,
+    cheap_fixture_names,
+    shared_build_groups,
+)
 from tests.helpers import fast_options, relu_solution
 
 
@@ -35,8 +40,11 @@ def params() -> list[object]:
     out = []
     isolated = _isolated()
     cheap = cheap_fixture_names()
+    groups = shared_build_groups()
     for fixture in CATALOGUE:
         marks = [] if fixture.name in cheap else [pytest.mark.slow]
+        if fixture.name in groups:
+            marks.append(pytest.mark.xdist_group(groups[fixture.name]))
         if fixture.needs_sandbox and not isolated:
             marks.append(pytest.mark.skip(reason="no isolation here (see test_isolation.py)"))
         if fixture.needs_triton and importlib.util.find_spec("triton") is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
@@ -33,6 +34,15 @@ from cuda_agent.rollout import EpisodeConfig, run_episode
 EXIT_MODEL = 3  # the episode ended because the model endpoint failed (its cause on stderr)
 
 
+@dataclass(frozen=True)
+class Retries:
+    """How a transient endpoint failure is retried: ``count`` times, waiting ``backoff_s``
+    before the first retry and twice the last wait before each later one."""
+
+    count: int = 5
+    backoff_s: float = 1.0
+
+
 @one_line_errors
 def solve_command(
     problem: str = typer.Argument(..., help="A bundled problem id or a problem file."),
@@ -44,6 +54,14 @@ def solve_command(
         "auto", help="auto, native, hermes or json: how tool calls travel (docs/agent.md)."
     ),
     stream: bool = typer.Option(False, "--stream", help="Stream replies (server-sent events)."),
+    retries: int = typer.Option(
+        Retries.count,
+        min=0,
+        help="Retries of a transient endpoint failure (unreachable, timeout, 429, 5xx).",
+    ),
+    retry_backoff: float = typer.Option(
+        Retries.backoff_s, min=0.0, help="Seconds before the first retry; each later wait doubles."
+    ),
     replay: Path | None = typer.Option(None, help="Replay turns from a script or trajectory."),
     backend: str = typer.Option("auto", help="cpu, cuda, or auto."),
     size: str = typer.Option("auto", help="small, standard, or auto (small on cpu)."),
@@ -69,7 +87,9 @@ def solve_command(
     )
     chosen = resolve_backend(backend)
     prob = resolve_problem(problem, resolve_size(size, chosen))
-    chat = make_model(model, base_url, api_key_env, replay, tool_format, stream)
+    chat = make_model(
+        model, base_url, api_key_env, replay, tool_format, stream, Retries(retries, retry_backoff)
+    )
     if out.exists() and any(out.iterdir()) and not resume:
         raise CudaAgentError(f"{out}: folder exists and is not empty (use --resume or another)")
     limits = AgentLimits(
@@ -114,6 +134,7 @@ def make_model(
     replay: Path | None,
     tool_format: str = "auto",
     stream: bool = False,
+    retries: Retries | None = None,
 ) -> ChatModel:
     check_tool_format(tool_format)
     if replay is not None:
@@ -126,8 +147,16 @@ def make_model(
         )
     require_http_url("--base-url", base_url)
     key = os.environ.get(api_key_env, "")
+    retries = retries or Retries()
     return OpenAIChatModel(
-        model, base_url, key, tool_format=tool_format, stream=stream, on_retry=_say_retry
+        model,
+        base_url,
+        key,
+        max_retries=retries.count,
+        backoff_s=retries.backoff_s,
+        tool_format=tool_format,
+        stream=stream,
+        on_retry=_say_retry,
     )
 
 

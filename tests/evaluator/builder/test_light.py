@@ -21,6 +21,10 @@ from cuda_agent.evaluator.builder.light_failure import without_hints
 
 pytestmark = pytest.mark.slow
 
+# the cpu cases build main.cpp's stock layout, whose precompiled torch/extension.h (0.75 GB,
+# about a minute on two cores) the first of them makes: one worker, in turn, while the other
+# runs other tests (side by side, the second waited on the first's lock)
+CPU_STOCK_HEADERS = pytest.mark.xdist_group("cpu_stock_headers")
 HAS_NVCC = shutil.which("nvcc") is not None or Path("/usr/local/cuda/bin/nvcc").exists()
 ERROR_LINE = re.compile(r"^(\S+?)(?::(\d+)(?::\d+)?:|\((\d+)\):) (?:fatal )?error\b(.*)$")
 
@@ -90,12 +94,14 @@ def assert_same(light: BuildResult, stock: BuildResult) -> None:
         assert first_error(stock)
 
 
+@CPU_STOCK_HEADERS
 def test_cpu_host_code_with_operators_builds_in_both_layouts() -> None:
     light, stock = both_layouts("cpu", name="kb_fused", cpp_sources=HOST_CODE, functions=["fused"])
     assert light.ok and stock.ok, (light.error, stock.error)
     assert light.layouts == {"main.cpp": "light"}
 
 
+@CPU_STOCK_HEADERS
 @pytest.mark.parametrize(
     ("source", "functions", "expected"),
     [
@@ -113,6 +119,7 @@ def test_cpu_failures_match_stock(source: str, functions: list[str], expected: s
     assert_same(light, stock)
 
 
+@CPU_STOCK_HEADERS
 def test_auto_falls_back_to_stock_when_light_lacks_a_header() -> None:
     # token pasting hides ``sigmoid`` from the name scan: the light text cannot compile
     source = """
@@ -156,6 +163,7 @@ def test_auto_reports_the_sources_own_errors_without_a_stock_compile(
     assert first_error(result) == without_hints(first_error(stock))
 
 
+@CPU_STOCK_HEADERS
 def test_auto_retries_with_stock_when_a_header_mentions_the_missing_name() -> None:
     # unqualified this time: "'sigmoid' was not declared", a name torch's headers declare
     source = """
