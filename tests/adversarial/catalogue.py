@@ -291,6 +291,15 @@ CATALOGUE: list[Fixture] = [
         **CHECKED,
     ),
     R(
+        "m8_device_fault_after_spill",
+        "M",
+        ("memory_error:access",),
+        "a forward that raised CUDA's illegal-address fault (device_fault) is run again under "
+        "the memory check, which names the access",
+        stage="memory",
+        **CHECKED,
+    ),
+    R(
         "r1_read_past_end_reaches_output",
         "M",
         ("memory_error:access",),

@@ -99,6 +99,12 @@ def parse_completion(data: dict[str, Any]) -> AssistantTurn:
     )
 
 
+# how a transient endpoint failure is retried unless told otherwise (``solve --retries``,
+# ``--retry-backoff``): five retries, the first after a second, each later wait doubled
+DEFAULT_RETRIES = 5
+DEFAULT_BACKOFF_S = 1.0
+
+
 class OpenAIChatModel:
     """An OpenAI-compatible chat endpoint (``/v1/chat/completions``) with function calling."""
 
@@ -107,10 +113,10 @@ class OpenAIChatModel:
         model: str,
         base_url: str,
         api_key: str,
-        max_retries: int = 5,
+        max_retries: int = DEFAULT_RETRIES,
         timeout_s: float = 600.0,
         temperature: float | None = None,
-        backoff_s: float = 1.0,
+        backoff_s: float = DEFAULT_BACKOFF_S,
         tool_format: str = "auto",
         stream: bool = False,
         transport: str = "auto",

@@ -9,7 +9,14 @@ from pathlib import Path
 import typer
 
 from cuda_agent.agent.loop import AgentLimits
-from cuda_agent.agent.models import TOOL_FORMATS, ChatModel, OpenAIChatModel, ScriptedModel
+from cuda_agent.agent.models import (
+    DEFAULT_BACKOFF_S,
+    DEFAULT_RETRIES,
+    TOOL_FORMATS,
+    ChatModel,
+    OpenAIChatModel,
+    ScriptedModel,
+)
 from cuda_agent.agent.replays import load_script
 from cuda_agent.agent.trajectory import read_events
 from cuda_agent.cli.common import (
@@ -39,8 +46,8 @@ class Retries:
     """How a transient endpoint failure is retried: ``count`` times, waiting ``backoff_s``
     before the first retry and twice the last wait before each later one."""
 
-    count: int = 5
-    backoff_s: float = 1.0
+    count: int = DEFAULT_RETRIES  # the client's own defaults (agent/models.py)
+    backoff_s: float = DEFAULT_BACKOFF_S
 
 
 @one_line_errors

@@ -49,6 +49,7 @@ from cuda_agent.evaluator.launch.worker_spawn import worker_env
 from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.evaluator.prepared import Prepared
 from cuda_agent.evaluator.reward import compute_reward
+from cuda_agent.evaluator.worker.memory_flags import FLAG_DEVICE_FAULT
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
 from cuda_agent.evaluator.worker.shim import failure_key
 from cuda_agent.solutions.language import detect_language, written_in
@@ -164,6 +165,8 @@ def execute(
         stage_times["worker"] = round(time.monotonic() - started, 3)
         error = _name_memory_cap(result, outcome, _absorb_worker(result, outcome, record), opts)
         task_lint.attach(result, prepared.problem, opts, record)
+        if error is not None and FLAG_DEVICE_FAULT in result.flags and opts.memory_check:
+            error = _name_device_fault(result, follow, record, error)
         if error is None and result.correct and record is not None:
             # started when the worker said verification passed; here if it never said so
             follow.start(record.device, record.kernel_symbols)
@@ -282,6 +285,26 @@ def _memory_verdict(result: EvalResult, check: MemoryCheck) -> StageError | None
     result.correct = False
     result.flags.append(flag)
     return StageError("memory", check.message())
+
+
+def _name_device_fault(
+    result: EvalResult, follow: FollowUps, record: EvaluationRecord | None, error: StageError
+) -> StageError:
+    """A kernel of the candidate faulted on a bad address (``device_fault``): the worker's
+    CUDA context is lost with it, so the memory check runs the forward once more under its
+    checker, which names the access (which kernel, how far outside which buffer). A finding
+    replaces the fault's verdict (stage ``memory``); a check that finds nothing or gives no
+    answer leaves it, with the check's record beside it. Where the same out-of-bounds access
+    lands in mapped memory instead (the blocks lie otherwise), the check names it the same
+    way after a verified run: the verdict does not depend on the layout."""
+    follow.start(record.device if record is not None else None, None)
+    check = follow.memory()
+    if check is None:
+        return error
+    if check.flag is None or check.incomplete is not None:
+        result.details.memory_check = check.to_dict()
+        return error
+    return _memory_verdict(result, check) or error
 
 
 def _candidate_request(prepared: Prepared, device_lock: str) -> WorkerRequest:

@@ -141,6 +141,7 @@ torch::Tensor launch(torch::Tensor x, int n);  // forgot: the bound name is laun
 """
 
 
+@CPU_STOCK_HEADERS  # its comparison builds the stock layout too
 @pytest.mark.parametrize(
     ("name", "source", "functions"),
     [

@@ -1,3 +1,5 @@
+import os
+
 import pytest
 import torch
 
@@ -51,5 +53,40 @@ def test_booleans_empty_tensors_and_nests() -> None:
 
 def test_weights_are_secret_per_process() -> None:
     """The weighted sum's weights are drawn from a secret seed, all odd (no element is blind)."""
-    ramp = tensors._ramp(torch.device("cpu"), torch.int32)
+    ramp = tensors._ramp(torch.device("cpu"), torch.int32, tensors.FINGERPRINT_CHUNK)
     assert bool((ramp % 2 != 0).all()) and ramp.numel() == tensors.FINGERPRINT_CHUNK
+
+
+def test_the_ramp_grows_to_the_longest_tensor_and_keeps_its_weights(monkeypatch) -> None:
+    """Weights are drawn only as far as a tensor needs; a ramp that grows later keeps the
+    weights it had, so a fingerprint taken before the growth still matches after it."""
+    monkeypatch.setattr(tensors, "_ramps", {})
+    cpu = torch.device("cpu")
+    values = torch.arange(100, dtype=torch.float32)
+    before = fingerprint(values)
+    short = tensors._ramp(cpu, torch.int32, 100).clone()
+    assert short.numel() == tensors.RAMP_BLOCK  # one block, not the chunk's 16 million
+    long = tensors._ramp(cpu, torch.int32, 3 * tensors.RAMP_BLOCK + 5)
+    assert long.numel() == 4 * tensors.RAMP_BLOCK
+    assert torch.equal(long[: short.numel()], short)
+    assert not torch.equal(
+        long[: tensors.RAMP_BLOCK], long[tensors.RAMP_BLOCK : 2 * tensors.RAMP_BLOCK]
+    )
+    assert fingerprint(values) == before
+    assert tensors._ramp(cpu, torch.int32, 10 * tensors.FINGERPRINT_CHUNK).numel() == (
+        tensors.FINGERPRINT_CHUNK
+    )
+
+
+def test_a_forked_process_draws_its_own_weights(monkeypatch) -> None:
+    """The worker template forks every worker: a child (another process id) must not reuse
+    weights its parent drew, or one worker's fingerprints would tell another's. (A real fork
+    of a process that has run torch's CPU ops can hang in the child; the process id is what
+    the ramp keys its secret on.)"""
+    cpu = torch.device("cpu")
+    parent = tensors._ramp(cpu, torch.int64, 8)[:8].tolist()
+    real_pid = os.getpid()
+    monkeypatch.setattr(tensors.os, "getpid", lambda: real_pid + 1)
+    child = tensors._ramp(cpu, torch.int64, 8)[:8].tolist()
+    assert child != parent
+    assert tensors._ramp(cpu, torch.int64, 8)[:8].tolist() == child  # kept in the child

@@ -42,6 +42,12 @@ class Device:
         """Context in which ``get_inputs()`` runs, so tensors are born on the device."""
         return nullcontext()
 
+    def harness_memory(self) -> AbstractContextManager[Any]:
+        """Context for the harness's own tensors (the pristine reference, its weights, every
+        input set): on the GPU they come from a memory pool of their own, apart from what the
+        candidate allocates (``CudaDevice``). Host memory needs nothing."""
+        return nullcontext()
+
     def synchronize(self) -> None:
         pass
 
@@ -105,10 +111,22 @@ class CudaDevice(Device):
         self._start = torch.cuda.Event(enable_timing=True)
         self._end = torch.cuda.Event(enable_timing=True)
         self._cudart = _load_cudart()
+        self._harness_pool: Any = None  # torch.cuda.MemPool, made on first use
         start_intra_op_pool()  # torch's default thread count is left as is on a GPU
 
     def factory_context(self) -> AbstractContextManager[Any]:
         return self.torch_device
+
+    def harness_memory(self) -> AbstractContextManager[Any]:
+        """Allocations in this context come from a private pool of the caching allocator,
+        whose segments no later allocation of the candidate shares. Without it a kernel that
+        writes a few elements past its own output lands, as the blocks happen to lie, in the
+        harness's pristine inputs (a ``reference_inputs_mutated`` verdict that names the wrong
+        cause, H100 2026-12-06) instead of in memory the candidate's allocator owns, where the
+        memory check names it (``memory_error:access``)."""
+        if self._harness_pool is None:
+            self._harness_pool = torch.cuda.MemPool()
+        return torch.cuda.use_mem_pool(self._harness_pool, device=self.torch_device)
 
     def synchronize(self) -> None:
         torch.cuda.synchronize(self.torch_device)

@@ -103,7 +103,16 @@ def load_problem_module(source: str) -> Any:
 def build_reference(
     source: str, seed: int, device: Device, verify_trials: int, timing_sets: int
 ) -> Reference:
+    """The reference model, its weights' copy and every input set, all in the harness's own
+    device memory (``Device.harness_memory``: apart from the candidate's allocations)."""
     module = load_problem_module(source)
+    with device.harness_memory():
+        return _build(module, seed, device, verify_trials, timing_sets)
+
+
+def _build(
+    module: Any, seed: int, device: Device, verify_trials: int, timing_sets: int
+) -> Reference:
     init_seed = derive_seed(seed, "init")
     init_args = call_problem(module.get_init_inputs, "get_init_inputs", seed=init_seed)
     if not isinstance(init_args, list | tuple):

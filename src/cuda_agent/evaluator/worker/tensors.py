@@ -7,6 +7,7 @@ code runs, so later monkey-patching of ``torch`` attributes does not change what
 from __future__ import annotations
 
 import hashlib
+import os
 import secrets
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -22,6 +23,7 @@ _sum = torch.sum
 _randint = torch.randint
 _zeros = torch.zeros
 _stack = torch.stack
+_cat = torch.cat
 _Tensor = torch.Tensor
 
 
@@ -61,18 +63,55 @@ def clone_nested(value: Any) -> Any:
 
 
 FINGERPRINT_CHUNK = 1 << 24  # elements per weighted-sum step (bounded temporaries)
+RAMP_BLOCK = 1 << 16  # weights drawn at a time, as far as the longest tensor needs
 _INT_VIEW = {8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.uint8}
 _ramps: dict[tuple[str, torch.dtype], torch.Tensor] = {}
+_secret: dict[int, int] = {}  # process id -> this process's ramp seed
 
 
-def _ramp(device: torch.device, dtype: torch.dtype) -> torch.Tensor:
-    """Odd weights, drawn once per process from a secret seed (not guessable by code that has
-    not found this tensor), so a weighted sum notices any single changed element."""
+def _ramp_seed() -> int:
+    """This process's secret, drawn on first use (a forked worker draws its own: the template
+    that forks it never fingerprints)."""
+    pid = os.getpid()
+    if pid not in _secret:
+        _secret.clear()
+        _ramps.clear()
+        _secret[pid] = secrets.randbits(63)
+    return _secret[pid]
+
+
+def _ramp_block(start: int) -> torch.Tensor:
+    """The odd weights for elements ``start`` to ``start + RAMP_BLOCK`` of every chunk."""
+    gen = torch.Generator().manual_seed(derive_seed(_ramp_seed(), "ramp", start))
+    return _randint(0, 1 << 30, (RAMP_BLOCK,), generator=gen, dtype=torch.int64) * 2 + 1
+
+
+def _ramp(device: torch.device, dtype: torch.dtype, length: int) -> torch.Tensor:
+    """At least ``min(length, FINGERPRINT_CHUNK)`` odd weights, from a secret seed (not
+    guessable by code that has not found this tensor), so a weighted sum notices any single
+    changed element.
+
+    Drawn in blocks of ``RAMP_BLOCK`` and only as far as the longest tensor fingerprinted so
+    far: a process that fingerprints small tensors draws thousands of weights, not the chunk's
+    16 million (0.5 s of CPU per worker). Each block's weights depend only on the secret and
+    the block's offset, so a grown ramp keeps its first weights and a fingerprint taken before
+    it grew is still valid after.
+    """
+    _ramp_seed()  # first: a forked process drops the ramps it inherited
     key = (str(device), dtype)
-    if key not in _ramps:
-        gen = torch.Generator().manual_seed(secrets.randbits(63))
-        weights = _randint(0, 1 << 30, (FINGERPRINT_CHUNK,), generator=gen, dtype=torch.int64)
-        _ramps[key] = _to(weights * 2 + 1, device=device, dtype=dtype)
+    need = min(max(length, 1), FINGERPRINT_CHUNK)
+    have = _ramps.get(key)
+    if have is None or have.numel() < need:
+        start = 0 if have is None else have.numel()
+        # whole blocks, at least doubling: ever longer tensors draw O(longest) weights in all
+        wanted = max(need, 2 * start)
+        target = min(FINGERPRINT_CHUNK, -(-wanted // RAMP_BLOCK) * RAMP_BLOCK)
+        blocks = [
+            _to(_ramp_block(offset), device=device, dtype=dtype)
+            for offset in range(start, target, RAMP_BLOCK)
+        ]
+        grown = _cat(blocks if have is None else [have, *blocks])
+        _ramps[key] = grown[:target]
     return _ramps[key]
 
 
@@ -86,7 +125,7 @@ def _checksums(t: torch.Tensor) -> torch.Tensor | None:
     bits = _view(flat, _INT_VIEW[flat.element_size()])
     if bits.element_size() < 4:
         bits = _to(bits, torch.int32)
-    ramp = _ramp(bits.device, bits.dtype)
+    ramp = _ramp(bits.device, bits.dtype, bits.numel())
     plain = _zeros((), dtype=torch.int64, device=bits.device)
     weighted = _zeros((), dtype=torch.int64, device=bits.device)
     for k, start in enumerate(range(0, bits.numel(), FINGERPRINT_CHUNK)):

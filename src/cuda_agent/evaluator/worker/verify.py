@@ -51,6 +51,7 @@ from cuda_agent.evaluator.worker.kernels import (
     profile_call,
     summarise_kernels,
 )
+from cuda_agent.evaluator.worker.memory_flags import FLAG_DEVICE_FAULT, is_device_fault
 from cuda_agent.evaluator.worker.modules import describe_exception
 from cuda_agent.evaluator.worker.policies import (
     NOTE_BUILD_FAILED_CAUGHT,
@@ -222,8 +223,9 @@ def raised(
     s: EvaluationSession, err: BaseException, files: tuple[str, ...], stage: str, what: str
 ) -> Verdict:
     """The verdict for candidate code that raised: a build failure (caught or not) is stage
-    ``build`` with the compiler's diagnostics; anything else is ``forward_raised``.
-    ``files``: the solution's files whose frames the message shows."""
+    ``build`` with the compiler's diagnostics; anything else is ``forward_raised``, with
+    ``device_fault`` where the GPU stopped a kernel on a bad address. ``files``: the
+    solution's files whose frames the message shows."""
     build = failed_build(s.shim, err, files)
     if build is not None:
         return Verdict("build", build)
@@ -234,7 +236,10 @@ def raised(
     described += namespace_hint(err, problem_namespace(s.req, s.ref, s.rules))
     if count is not None:
         described += f" ({count.text()})"
-    return Verdict(stage, f"{what} raised {described}", ["forward_raised"])
+    flags = ["forward_raised"]
+    if is_device_fault(str(err)):  # a kernel's bad address: the memory check names it
+        flags.append(FLAG_DEVICE_FAULT)
+    return Verdict(stage, f"{what} raised {described}", flags)
 
 
 def decoy_check(s: EvaluationSession) -> None:
