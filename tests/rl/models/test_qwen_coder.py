@@ -4,7 +4,7 @@ altered, converted once, Qwen2.5's tool template.
 
 The fast tests run the real part finder and checker on sources whose packages are not
 installed and on part files written here, and the CLI with one installed part hidden from
-``importlib.metadata``; the slow test converts the installed 0.5B (about 100 s on two cores)
+``importlib.metadata``; the slow test converts the installed 0.5B (about 45 s on two cores)
 and runs the README's one-step GRPO command on it (about 13 GB of memory, 70 s): it skips
 where the parts (``requirements-nodeps.lock``) or ``gguf`` are not installed.
 """
@@ -186,7 +186,7 @@ def kernel_sample(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.slow  # converts the 0.5B (about 100 s), one GRPO step (13 GB), one SFT step
+@pytest.mark.slow  # converts the 0.5B (about 45 s), one GRPO step (13 GB), one SFT step
 def test_the_05b_converts_once_and_the_readme_grpo_step_runs(tmp_path: Path) -> None:
     if not installed(SMALL):
         pytest.skip("needs the 0.5B's parts (requirements-nodeps.lock) and gguf")
