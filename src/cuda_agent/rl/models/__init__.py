@@ -3,8 +3,9 @@
 ``path`` (what ``--model`` names resolve to: a built-in name, a folder or a hub id), ``tiny``
 (a random tiny model built here, for CI), ``smollm2`` and ``qwen_coder`` (GGUF files from
 installed packages, converted by ``gguf_convert``, which de-quantises Q5_0 and Q8_0 with
-``gguf_dequant``; ``gguf_parts`` assembles a GGUF cut into parts), ``smollm2_template`` (SmolLM2's chat template with tool calls). The chat templates
-themselves are package data, ``rl/templates/*.jinja``. Here: the built-in names and
+``gguf_dequant``; ``gguf_parts`` assembles a GGUF cut into parts), ``smollm2_template``
+(SmolLM2's chat template with tool calls). The chat templates themselves are package data,
+``rl/templates/*.jinja``. Here: the built-in names and
 ``ModelPathError``, which all of them share (importing this package loads only
 ``core.errors``).
 """
