@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 import sqlite3
 import subprocess
 import tarfile
@@ -141,21 +142,69 @@ def test_a_batch_and_a_workdir_archive(service: Service) -> None:
     assert finals[1]["result"]["speedup_eager"] is not None
 
 
-def test_cancel_drops_the_result_of_a_running_job(service: Service) -> None:
-    slow = relu_text("(__import__('time').sleep(20), torch.relu(x))[1]")
+# A candidate that names its process MARK (its ``comm``, as ``ps`` shows it: prctl, since the
+# sandbox refuses writes to /proc/self/comm) and hangs, in its evaluation's worker, or
+# (UNDER_CHECK) only in its memory check's (the one with the ASan runtime preloaded). It hangs
+# while it is built (the load stage), before any device budget is armed: only a cancel (or
+# the worker's timeout, minutes later) stops it.
+HANGING = """import ctypes
+import os
+import time
+
+import torch
+import torch.nn as nn
+
+MARK, UNDER_CHECK = {mark!r}, {under_check!r}
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        if not UNDER_CHECK or "asan" in os.environ.get("LD_PRELOAD", ""):
+            ctypes.CDLL(None).prctl(15, MARK.encode(), 0, 0, 0)  # PR_SET_NAME
+            time.sleep(3600)
+
+    def forward(self, x):
+        return torch.relu(x)
+"""
+
+
+def marked(mark: str) -> list[int]:
+    """The live processes (not zombies) named ``mark``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "comm").read_text().strip() == mark:
+                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                found += [int(entry.name)] if state != "Z" else []
+        except OSError:
+            continue  # gone meanwhile
+    return found
+
+
+def test_cancel_stops_a_running_job_and_frees_its_slot(service: Service) -> None:
+    """A running job's DELETE kills its workers (the evaluation's, then, for the next job, the
+    memory check's) and the next job takes the slot; neither result is kept."""
+    first, second = (f"ca{secrets.token_hex(4)}" for _ in range(2))
     with service.client() as http:
-        job = http.post("/v1/jobs", json=body(text=slow)).json()
-        assert wait_for(
-            lambda: http.get(f"/v1/jobs/{job['id']}").json()["state"] == "running", deadline_s=300
-        )
-        assert http.delete(f"/v1/jobs/{job['id']}").json()["state"] == "cancelled"
+        job = http.post("/v1/jobs", json=body(text=HANGING.format(mark=first, under_check=False)))
+        a = job.json()["id"]
+        assert wait_for(lambda: marked(first), deadline_s=300)  # its worker hangs
+        text = HANGING.format(mark=second, under_check=True)
+        b = http.post("/v1/jobs", json=body(text=text)).json()["id"]
+        assert http.delete(f"/v1/jobs/{a}").json()["state"] == "cancelled"
+        assert wait_for(lambda: not marked(first), deadline_s=120), marked(first)
+        # the one cpu slot is free again: the next job runs its memory check, which hangs
+        assert wait_for(lambda: marked(second), deadline_s=300)
+        assert http.delete(f"/v1/jobs/{b}").json()["state"] == "cancelled"
+        assert wait_for(lambda: not marked(second), deadline_s=120), marked(second)
 
         def idle() -> bool:
             return "cuda_agent_running 0" in http.get("/metrics").text
 
-        assert wait_for(idle, deadline_s=600)  # its evaluation ended
-        final = http.get(f"/v1/jobs/{job['id']}").json()
-    assert final["state"] == "cancelled" and final["result"] is None
+        assert wait_for(idle, deadline_s=120)  # both evaluations ended
+        finals = [http.get(f"/v1/jobs/{i}").json() for i in (a, b)]
+    assert [(f["state"], f["result"]) for f in finals] == [("cancelled", None)] * 2
 
 
 def test_metrics_and_the_openapi_schema(service: Service) -> None:

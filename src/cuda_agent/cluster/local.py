@@ -6,7 +6,9 @@ and gives the device back: one job per GPU at a time, or ``jobs_per_device`` job
 share it through its lock file (``evaluator/worker/device_turn.py``: verification and the
 memory check under the shared turn, timing under the exclusive one, run-time compiles outside
 it). Spare workers keep a warm process ready per
-device. ``submit`` blocks once ``max_pending`` jobs are queued (back-pressure).
+device. ``submit`` blocks once ``max_pending`` jobs are queued (back-pressure). A job's
+``cancel`` reaches its ``execute`` in this process (its workers are killed, its device given
+back); a job cancelled before it took a device does not wait for one.
 On the cpu backend the "devices" are evaluation slots (default one: timings on a shared CPU
 would disturb each other). Raw worker tasks (``submit_worker``) take ``worker_slots`` per
 device; they serialise their own timing with the device lock. The job board says which job holds
@@ -52,6 +54,10 @@ def visible_gpus() -> list[str]:
         return [str(i) for i in range(torch.cuda.device_count())]
     except Exception:  # no CUDA here
         return []
+
+
+def _set(event: threading.Event | None) -> bool:
+    return event is not None and event.is_set()
 
 
 class LocalPool(EvalPool):
@@ -128,15 +134,17 @@ class LocalPool(EvalPool):
             self.board.move(ident, "build-wait")
             with self._builds:
                 prepared = prepare(job.problem, job.solution, options, moved)
-            if prepared.error is not None:
-                return execute(prepared)
+            if prepared.error is not None or _set(job.cancel):  # no device for either
+                return execute(prepared, cancel=job.cancel)
             device, got = self._wait_for_device(ident, self._free)
             try:
                 with self._lock:
                     self._running[device] += 1
                     self.busy[device] = max(self.busy[device], self._running[device])
                 self._took(ident, job, device)
-                result = execute(prepared, moved, self._env(device), self._turns_file(device))
+                result = execute(
+                    prepared, moved, self._env(device), self._turns_file(device), job.cancel
+                )
                 result.details.pool_device = device
                 return result
             finally:

@@ -5,6 +5,9 @@ A job is one evaluation (problem, solution, options). Pools split it the same wa
 Infrastructure failures (an exception inside the pool, or an ``internal`` stage error) are
 retried; a candidate's failure is a verdict and never retried.
 
+A job's ``cancel`` event stops it wherever it is (``pipeline.execute`` kills its workers); a
+cancelled job's result is a verdict of stage ``cancelled``, never retried.
+
 Pools also run raw worker requests on their devices (``submit_worker``): the dataset
 synthesiser's checks use it. Several such tasks may share a device (``worker_slots``); the
 worker itself takes the device's timing lock (``device_lock``) around anything it measures.
@@ -49,6 +52,11 @@ class EvalJob:
     # (``bench run`` records it: bench/run.py); pools that cannot tell never call it, and it
     # is never sent to another process
     on_start: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
+    # set it to stop the job: one waiting for a build or a device skips them, one running has
+    # its workers killed (its result then has ``error.stage`` ``cancelled``) where the pool runs
+    # it in this process (``LocalPool``; ``RayPool`` only skips a job not yet on an actor); it
+    # is never sent to another process
+    cancel: threading.Event | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass

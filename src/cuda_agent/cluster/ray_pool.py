@@ -17,6 +17,9 @@ a dead actor leaves behind (they run in sessions of their own) are killed by its
 (``orphans``) at once, so they cannot finish their job beside the retry or hang on.
 A candidate's failure is a verdict and never retried.
 
+A job's ``cancel`` event stays in this process (it is not sent to the actors): a job cancelled
+before it took an actor does not wait for one, but one an actor is running runs to its end.
+
 Jobs are on the pool's board (``build``, ``device-wait``, then ``device`` on ``actor<i>``:
 the stages inside the actor are not reported back); a job's ``on_start`` is called in this
 process when it takes an actor, and is never sent to one.
@@ -248,7 +251,7 @@ class RayPool(EvalPool):
     def _run(self, job: EvalJob, ident: int) -> EvalResult:
         built: list[tuple[Any, dict[str, bytes]]] = []
         tries = 0
-        remote_job = dataclasses.replace(job, on_start=None)  # the callback stays here
+        remote_job = dataclasses.replace(job, on_start=None, cancel=None)  # both stay here
 
         def attempt() -> EvalResult:
             nonlocal tries
@@ -256,10 +259,11 @@ class RayPool(EvalPool):
                 self.board.move(ident, "build")
                 built.append(self._ray.get(self._prepare.remote(remote_job)))
             prepared, files = built[0]
-            if prepared.error is not None:  # failed before the device stage: finish here
+            cancelled = job.cancel is not None and job.cancel.is_set()
+            if prepared.error is not None or cancelled:  # no device stage: finish here
                 from cuda_agent.evaluator.pipeline import execute
 
-                return execute(prepared)
+                return execute(prepared, cancel=job.cancel)
             index, got = self._wait_for_device(ident, self._free)
             tries += 1
             with self._lock:

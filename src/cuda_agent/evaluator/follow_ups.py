@@ -11,7 +11,10 @@ candidate's kernels), and ``FollowUps.start`` then runs both in threads; the dev
 (``worker/device_turn.py``) still keep every timing alone on the GPU. The pipeline collects
 their answers once the worker has finished (``memory()``, ``baseline()``), or ``cancel``s them
 when the verdict no longer needs them (the memory check's worker is killed; a baseline runs to
-its end, which the cache keeps).
+its end, which the cache keeps). The evaluation's own ``cancel`` (its caller stopped it) does the
+same: nothing starts once it is set, and ``memory()`` stops the check within about a second of
+it while it waits for the answer (the candidate's worker, which sees that event itself, has
+ended by then; while that worker runs, the pipeline cancels the check when the worker stops).
 
 The kernel names the memory check instruments are those of the modules this process built
 (``worker/kernel_symbols.py``) and those the worker reported (modules it built at run time,
@@ -38,6 +41,7 @@ from cuda_agent.evaluator.prepared import Prepared
 from cuda_agent.evaluator.worker.kernel_symbols import device_kernel_names
 
 Progress = Callable[[str, str], None]
+WATCH_S = 1.0  # how often ``memory()`` looks at the evaluation's ``cancel`` while it waits
 # on cpu the check is a build of its own (an instrumented copy of the extension, whose first
 # build for a flag set also precompiles its header: most of a cold check), then one forward
 ASAN_STAGE = "memory check (AddressSanitizer: the extension built again, instrumented, then run)"
@@ -54,6 +58,7 @@ class FollowUps:
         env_extra: dict[str, str] | None,
         device_lock: str,
         notify: Progress,
+        stopped: threading.Event | None = None,
     ) -> None:
         self.prepared = prepared
         self.scratch = scratch
@@ -62,7 +67,8 @@ class FollowUps:
         self.device_lock = device_lock
         self.notify = notify
         self.seconds: dict[str, float] = {}  # each follow-up's wall seconds
-        self._cancel = threading.Event()
+        self._cancel = threading.Event()  # this evaluation's follow-ups only
+        self._stopped = stopped  # the whole evaluation's (its caller's ``cancel``)
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
         self._memory: Future[MemoryCheck] | None = None
@@ -82,7 +88,7 @@ class FollowUps:
         """Start what the options ask for (once; later calls do nothing)."""
         opts = self.prepared.opts
         with self._lock:
-            if self._pool is not None:
+            if self._pool is not None or self._caller_stopped():
                 return
             self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="follow-up")
             if opts.memory_check:
@@ -92,8 +98,16 @@ class FollowUps:
                 self._baseline = self._pool.submit(self._compile_baseline, device)
 
     def memory(self) -> MemoryCheck | None:
-        """The memory check's answer (None: not asked for)."""
-        return self._memory.result() if self._memory is not None else None
+        """The memory check's answer (None: not asked for); stopped once the evaluation is
+        (the answer is then incomplete)."""
+        if self._memory is None:
+            return None
+        while True:
+            try:
+                return self._memory.result(timeout=WATCH_S)
+            except TimeoutError:
+                if self._caller_stopped():
+                    self.cancel()
 
     def baseline(self) -> CompileBaseline | None:
         """The compile baseline (None: not asked for, or no device record to key it by)."""
@@ -102,6 +116,9 @@ class FollowUps:
     def cancel(self) -> None:
         """The verdict no longer needs them: stop the memory check."""
         self._cancel.set()
+
+    def _caller_stopped(self) -> bool:
+        return self._stopped is not None and self._stopped.is_set()
 
     def close(self) -> None:
         """Wait for both (a cancelled check ends within a second)."""

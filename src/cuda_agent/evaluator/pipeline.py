@@ -11,7 +11,11 @@ at any stage is a verdict (``error.stage`` says where), never an exception. Buil
 process (they need no GPU); candidate code runs only in a fresh worker process, on a private
 snapshot of the solution, with a hard timeout. The same path serves the cpu and cuda backends.
 Where no isolation is available and unsandboxed runs were not allowed, ``IsolationUnavailable``
-is raised first, before anything is built.
+is raised first, before anything is built. ``execute``'s ``cancel`` event stops an evaluation
+its caller no longer wants (the reward service's cancelled job): its candidate's worker and
+memory check are killed within about a second, and the result is the verdict ``cancelled``
+(a torch.compile baseline already started runs to its end, as when the verdict no longer
+needs it).
 """
 
 from __future__ import annotations
@@ -139,26 +143,33 @@ def execute(
     progress: Progress | None = None,
     env_extra: dict[str, str] | None = None,
     device_lock: str = "",
+    cancel: threading.Event | None = None,
 ) -> EvalResult:
     """The device stages: the candidate's worker, the compile baseline, the reward.
 
     ``env_extra`` is added to the workers' environment (a pool pins a GPU with it).
     ``device_lock``: the GPU's lock file when the pool runs several jobs on it; each worker
-    then holds it for its device work (``worker/device_turn.py``).
+    then holds it for its device work (``worker/device_turn.py``). ``cancel``: once set, the
+    evaluation stops (see the module docstring).
     """
     result, opts = prepared.result, prepared.opts
     if prepared.error is not None:
         task_lint.attach(result, prepared.problem, opts, None)  # a cached lint, if any
         return _finish(result, opts, prepared.error)
+    if cancel is not None and cancel.is_set():
+        return _cancelled(result, opts)
     notify = _one_at_a_time(progress or _silent)  # the follow-ups report from their threads
     stage_times = result.details.timings_s
     assert stage_times is not None  # prepare set it
     scratch = ensure_dir(scratch_dir()) / f"eval-{secrets.token_hex(6)}"
     env = worker_env(env_extra)
-    follow = FollowUps(prepared, scratch, env, env_extra, device_lock, notify)
+    follow = FollowUps(prepared, scratch, env, env_extra, device_lock, notify, cancel)
     try:
         started = time.monotonic()
-        outcome = _run_candidate(prepared, scratch, notify, env, device_lock, follow)
+        outcome = _run_candidate(prepared, scratch, notify, env, device_lock, follow, cancel)
+        if outcome.cancelled:
+            follow.cancel()
+            return _cancelled(result, opts)
         record = outcome.record_of(EvaluationRecord)
         if opts.profile and opts.backend == "cuda" and record is not None and record.correct:
             _add_ncu_metrics(prepared, result, scratch, notify, device_lock)
@@ -187,12 +198,14 @@ def execute(
                 prepared.seed,
                 result,
                 lambda problem, o: execute(
-                    prepare(problem, prepared.solution, o), None, env_extra, device_lock
+                    prepare(problem, prepared.solution, o), None, env_extra, device_lock, cancel
                 ),
                 notify,
                 env_extra,
             )
             stage_times["shapes"] = round(time.monotonic() - started, 3)
+        if cancel is not None and cancel.is_set():  # stopped in a follow-up or a shape
+            return _cancelled(result, opts)
         return _finish(result, opts, error)
     finally:
         follow.close()
@@ -334,6 +347,7 @@ def _run_candidate(
     env: dict[str, str],
     device_lock: str,
     follow: FollowUps,
+    cancel: threading.Event | None,
 ) -> WorkerOutcome:
     opts = prepared.opts
     request = _candidate_request(prepared, device_lock)
@@ -363,6 +377,7 @@ def _run_candidate(
         allow_unsandboxed=opts.allow_unsandboxed,
         budget=functools.partial(BudgetRule.parse(opts.device_budget).seconds, settings=opts),
         host_memory_cap=host_cap_bytes(opts.backend) if opts.sandbox else None,
+        cancel=cancel,
     )
 
 
@@ -485,6 +500,12 @@ def _add_compile_baseline(result: EvalResult, baseline: CompileBaseline, opts: E
         result.warnings.append(f"torch.compile baseline unavailable: {baseline.message or None}")
         return
     result.compile_us = result.eager_us * baseline.ratio
+
+
+def _cancelled(result: EvalResult, opts: EvalOptions) -> EvalResult:
+    """The verdict of an evaluation stopped by its caller's ``cancel`` (flag ``cancelled``)."""
+    result.flags.append("cancelled")
+    return _finish(result, opts, StageError("cancelled", "the evaluation was cancelled"))
 
 
 def _finish(result: EvalResult, opts: EvalOptions, error: StageError | None) -> EvalResult:

@@ -215,7 +215,7 @@ def create_app(
 
     @api.delete("/v1/jobs/{job_id}", response_model=JobView)
     def cancel(job_id: str, owner: str = Depends(tenant)) -> JobView:
-        job = store.cancel(owner, job_id)
+        job = scheduler.cancel(owner, job_id)
         if job is None:
             raise HTTPException(404, f"no job {job_id}")
         return _view(job)

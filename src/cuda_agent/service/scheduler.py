@@ -5,10 +5,15 @@ request back into an evaluation (``payload``), bounds its deadlines by the time 
 left, and submits it to the pool (LocalPool or RayPool: builds on the pool's CPU threads,
 verification and timing on its devices). When the pool answers, the public result
 (``results.public_result``) is stored under the attempt that claimed the job; an exception
-from the pool queues the job again once, then fails it. ``Counters`` keep what the metrics
-endpoint shows (results by verdict, per-phase seconds).
+from the pool queues the job again once, then fails it. ``cancel`` cancels a job in the store
+and sets the cancel event its evaluation was submitted with (``EvalJob.cancel``): the pool then
+kills its workers and gives its device back within about a second, and its result (verdict
+``cancelled``) is dropped like any result of a cancelled job. A job cancelled between its
+claim and its submission is submitted with its event already set. ``Counters`` keep what the
+metrics endpoint shows (results by verdict, per-phase seconds).
 
-What it does not do: accept or authenticate jobs (``app.py``), or time anything itself.
+What it does not do: accept or authenticate jobs (``app.py``), time anything itself, or stop a
+job another service process runs on the same store (only its own evaluations' events).
 """
 
 from __future__ import annotations
@@ -82,6 +87,7 @@ class Scheduler:
         self.counters = Counters()
         self.started = time.monotonic()
         self._inflight = 0
+        self._cancels: dict[str, threading.Event] = {}  # the jobs in flight, by id
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="service-scheduler", daemon=True)
@@ -103,6 +109,17 @@ class Scheduler:
             self.store.changed.notify_all()
         self._thread.join(timeout=30)
 
+    def cancel(self, tenant: str, job_id: str) -> Job | None:
+        """Cancel the job in the store and stop its evaluation if one is in flight; the job as
+        stored (None: no such job of ``tenant``'s)."""
+        job = self.store.cancel(tenant, job_id)
+        if job is not None and job.state == "cancelled":
+            with self._lock:
+                event = self._cancels.get(job_id)
+            if event is not None:
+                event.set()
+        return job
+
     def _loop(self) -> None:
         while not self._stop.is_set():
             with self._lock:
@@ -120,11 +137,15 @@ class Scheduler:
         except payload.PayloadError as err:  # checked at submission; a bundle gone since
             self.store.finish(job.id, job.attempts, error=str(err))
             return
+        cancel = threading.Event()
         with self._lock:
             self._inflight += 1
+            self._cancels[job.id] = cancel
+        if self.store.state_of(job.id) == "cancelled":  # before its event was there to set
+            cancel.set()
         try:
             future = self.pool.submit(
-                EvalJob(evaluation.problem, evaluation.solution, evaluation.options)
+                EvalJob(evaluation.problem, evaluation.solution, evaluation.options, cancel=cancel)
             )
         except Exception as err:
             self._done(job, None, err)
@@ -134,6 +155,8 @@ class Scheduler:
     def _done(
         self, job: Job, future: Future[EvalResult] | None, error: BaseException | None
     ) -> None:
+        with self._lock:  # before a requeue below lets the job's next attempt in
+            self._cancels.pop(job.id, None)
         try:
             if future is not None:
                 error = future.exception()
