@@ -14,8 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from cuda_agent.evaluator.checks.memory_safety import find_asan_runtime
+from cuda_agent.evaluator.launch.asan import AsanRun
 from cuda_agent.evaluator.launch.worker_spawn import spawn_worker, worker_env
-from cuda_agent.evaluator.launch.worker_template import ForkedWorker, Templates
+from cuda_agent.evaluator.launch.worker_template import (
+    ForkedWorker,
+    Templates,
+    TemplateUnavailable,
+)
 from cuda_agent.evaluator.pipeline import evaluate
 from cuda_agent.evaluator.worker.template import cuda_driver_loaded, cuda_forks_work
 from cuda_agent.examples import examples_root
@@ -95,6 +101,56 @@ def test_without_a_template_the_worker_is_its_own_process(
     finally:
         os.killpg(handle.proc.pid, signal.SIGKILL)
         handle.proc.wait(timeout=120)
+
+
+def _parent(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+def _maps_asan(pid: int) -> bool:
+    return "libasan" in Path(f"/proc/{pid}/maps").read_text()
+
+
+def test_an_asan_worker_is_forked_from_a_template_under_asan(confine: str, tmp_path: Path) -> None:
+    """The memory check's worker: forked from a template that runs under AddressSanitizer
+    (not from the ordinary one), confined, its address space not limited."""
+    runtime = find_asan_runtime()
+    if runtime is None:
+        pytest.skip("no AddressSanitizer runtime here")
+    folder = tmp_path / "w"
+    asan = AsanRun(runtime, "detect_leaks=0:halt_on_error=1", folder / "asan")
+    handle = spawn_worker(
+        "cpu", worker_env(), folder, sandboxed=True, address_space_limit=False, asan=asan
+    )
+    try:
+        assert isinstance(handle.proc, ForkedWorker)
+        assert handle.isolation == confine
+        template = _parent(handle.proc.pid)
+        assert "cuda_agent.evaluator.worker.template" in Path(
+            f"/proc/{template}/cmdline"
+        ).read_text(errors="replace")
+        assert _maps_asan(template) and _maps_asan(handle.proc.pid)
+        limits = Path(f"/proc/{handle.proc.pid}/limits").read_text()
+        assert any(
+            line.startswith("Max address space") and "unlimited" in line
+            for line in limits.splitlines()
+        )
+    finally:
+        os.killpg(handle.proc.pid, signal.SIGKILL)
+        handle.proc.wait(timeout=120)
+
+
+def test_a_template_without_asan_refuses_a_report_path(tmp_path: Path) -> None:
+    templates = Templates(tmp_path / "templates")
+    try:
+        template = templates.get("cpu", worker_env(), "k")
+        out = tmp_path / "out"
+        out.mkdir()
+        with pytest.raises(TemplateUnavailable, match="AddressSanitizer"):
+            template.fork(worker_env(), out, None, out / "o", out / "e", str(out / "asan"))
+    finally:
+        templates.close()
 
 
 def test_no_cuda_driver_in_a_process_that_never_used_cuda() -> None:

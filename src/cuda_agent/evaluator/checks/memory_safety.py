@@ -21,7 +21,9 @@ verification found correct runs once more, in a ``memory_check`` worker
 * cpu: AddressSanitizer (the candidate's extensions built again with ``-O1 -fsanitize=address``,
   the runtime preloaded into the worker): reads and writes past a heap buffer (a tensor's
   storage: torch allocates it with ``posix_memalign``, which ASan intercepts), use after
-  free. Only the candidate's own C++ code is instrumented.
+  free. Only the candidate's own C++ code is instrumented. Where workers are forked from a
+  template (``confine``, ``none``), the worker is forked from one started under ASan, which
+  has imported torch once (``launch/asan.py``); its reports go to its own folder all the same.
 
 Both runs also fill what ``empty``-family allocations return (NaN) and compare the output with
 the reference's: a kernel that reads memory it never wrote fails there (``memory_error:
@@ -63,6 +65,7 @@ from cuda_agent.evaluator.builder.inline import inline_spec, workdir_spec
 from cuda_agent.evaluator.builder.spec import FlagError, with_address_sanitizer
 from cuda_agent.evaluator.checks.memory_check_cache import CheckKey, cached_answer, keep_answer
 from cuda_agent.evaluator.checks.memory_reports import parse_asan, parse_memcheck, read_reports
+from cuda_agent.evaluator.launch.asan import AsanRun
 from cuda_agent.evaluator.launch.requests import worker_request
 from cuda_agent.evaluator.launch.worker_process import WorkerOutcome, run_worker
 from cuda_agent.evaluator.options import EvalOptions
@@ -112,6 +115,9 @@ class MemoryCheck:
     scope: str = ""  # what was instrumented: "own kernels (N names)", every kernel, C++ code
     cached: bool = False  # the answer of an earlier check of the same solution and problem
     phases_s: dict[str, float] = field(default_factory=dict)  # the checked worker's phases
+    # how the checked worker started: "template" (forked from one), "process" (a process of
+    # its own); "" where no worker ran
+    started: str = ""
 
     @property
     def flag(self) -> str | None:
@@ -272,21 +278,20 @@ def _run_check(inputs: CheckInputs, tool: str | None) -> MemoryCheck:
             check.incomplete = "compute-sanitizer not found"
             return check
         log = scratch / "memcheck.log"
-        prefix = sanitizer_command(tool, log, kernel_names)
+        prefix: list[str] | None = sanitizer_command(tool, log, kernel_names)
         extra = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "CUBLAS_WORKSPACE_CONFIG": ":4096:8"}
-        sanitizer = ""
+        sanitizer, asan = "", None
     else:
         check = MemoryCheck(tool="AddressSanitizer", scope=CANDIDATE_CODE)
         if tool is None:
             check.incomplete = "the compiler's AddressSanitizer runtime (libasan) not found"
             return check
         log = scratch / "asan"
-        prefix = [shutil.which("env") or "/usr/bin/env", f"LD_PRELOAD={tool}"]
         # ASan reserves terabytes of shadow address space, so the worker's address-space
         # limit is lifted; ASan's own allocator limit bounds the heap instead
         options = f"detect_leaks=0:halt_on_error=1:malloc_limit_mb={ASAN_HEAP_MB}"
-        extra = {"ASAN_OPTIONS": f"{options}:log_path={log}"}
-        sanitizer = "address"
+        asan = AsanRun(tool, options, log)  # the runtime, the options, ``log.<pid>`` reports
+        prefix, extra, sanitizer = None, {}, "address"
         began = time.monotonic()
         prebuilt, failure = _sanitized_builds(solution, opts, prebuilt)
         check.phases_s["asan_build"] = round(time.monotonic() - began, 3)
@@ -317,7 +322,9 @@ def _run_check(inputs: CheckInputs, tool: str | None) -> MemoryCheck:
         allow_unsandboxed=opts.allow_unsandboxed,
         address_space_limit=opts.backend == "cuda",
         cancel=inputs.cancel,
+        asan=asan,
     )
+    check.started = "template" if outcome.forked else "process"
     report = read_reports(log, opts.backend)
     if opts.backend == "cuda":
         check.errors, check.findings = parse_memcheck(report)

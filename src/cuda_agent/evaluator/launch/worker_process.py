@@ -35,10 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from cuda_agent.core.records import R, WorkerRecord, parse_record
+from cuda_agent.evaluator.launch.asan import AsanRun
 from cuda_agent.evaluator.launch.host_memory import MemoryWatch, killed_by_oom, oom_kills
 from cuda_agent.evaluator.launch.process_group import kill_group_and_wait
 from cuda_agent.evaluator.launch.spare_workers import SpareWorkers
 from cuda_agent.evaluator.launch.worker_spawn import kill_group, spawn_worker, worker_env
+from cuda_agent.evaluator.launch.worker_template import ForkedWorker
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
 from cuda_agent.workspace.isolation import NONE
 
@@ -64,6 +66,7 @@ class WorkerOutcome:
     # it had finished its warm start (0.0: it had already; None: it never said)
     source: str = "fresh"
     ready_after_s: float | None = None
+    forked: bool = False  # forked from a template (else started as a process of its own)
     # the device budget: the reference's call time the worker reported (before any candidate
     # code ran), the budget armed at ``verify`` (None: none armed), and whether its end (not
     # the timeout's) stopped the worker
@@ -132,6 +135,7 @@ def run_worker(
     address_space_limit: bool = True,
     cancel: threading.Event | None = None,
     host_memory_cap: int | None = None,
+    asan: AsanRun | None = None,
 ) -> WorkerOutcome:
     """Send ``request`` to a fresh worker (a spare one if given) and collect its record.
 
@@ -141,9 +145,10 @@ def run_worker(
     worker reports ``verify`` (see the module docstring). ``cancel``: once set, the worker is
     killed within a second and the outcome says ``cancelled``. ``host_memory_cap`` (bytes):
     the worker's tree is killed once its anonymous resident memory passes it (``memory_capped``).
+    ``asan``: the worker runs under AddressSanitizer (``asan.py``; never a spare).
     """
     env = env or worker_env()
-    if spares is not None and not prefix:
+    if spares is not None and not prefix and asan is None:
         handle = spares.take(
             request.settings.backend, env, sandboxed, spare_depth, allow_unsandboxed
         )
@@ -156,6 +161,7 @@ def run_worker(
             sandboxed,
             allow_unsandboxed,
             address_space_limit,
+            asan,
         )
     if files is not None:
         root = handle.folder / "solution"
@@ -173,8 +179,9 @@ def run_worker(
     outcome = WorkerOutcome(
         record=None,
         isolation=handle.isolation,
-        source="spare" if spares is not None and not prefix else "fresh",
+        source="spare" if spares is not None and not prefix and asan is None else "fresh",
         ready_after_s=0.0 if handle.ready else None,
+        forked=isinstance(proc, ForkedWorker),
         host_memory_cap=host_memory_cap,
     )
     watch = MemoryWatch(proc.pid, host_memory_cap) if host_memory_cap is not None else None

@@ -4,7 +4,9 @@
 request arrives; where the worker confines itself (``confine`` mode) or is not confined, it is
 forked from a template that has imported torch (``worker_template.py``;
 ``CUDA_AGENT_WORKER_TEMPLATE=0`` turns that off); a bubblewrapped worker, or one under a prefix
-(``ncu``), is started as its own process. ``worker_sandbox`` is the one policy evaluation
+(``ncu``, compute-sanitizer), is started as its own process. A worker under AddressSanitizer
+(``asan.py``) is forked from a template of its own, started with the runtime preloaded, under
+the same rules. ``worker_sandbox`` is the one policy evaluation
 workers run under. Workers are started without ``preexec_fn`` (the child confines itself), so
 starting one from a thread of a busy process cannot deadlock; every started worker is
 remembered, so that the command's end (or a SIGTERM) can kill them all.
@@ -37,6 +39,7 @@ from cuda_agent.core.paths import (
     scratch_dir,
 )
 from cuda_agent.core.secret import SANDBOXED_ENV
+from cuda_agent.evaluator.launch.asan import AsanRun
 from cuda_agent.evaluator.launch.worker_template import (
     CHILD_RESULT_FD,
     TemplateUnavailable,
@@ -86,6 +89,7 @@ def spawn_worker(
     sandboxed: bool = False,
     allow_unsandboxed: bool = False,
     address_space_limit: bool = True,
+    asan: AsanRun | None = None,
 ) -> WorkerHandle:
     """Start a worker that imports torch (and, for cuda, creates its context) right away.
 
@@ -93,14 +97,22 @@ def spawn_worker(
     ``folder`` writable, no network, the shared build cache read-only; raises
     ``IsolationUnavailable`` when there is none and ``allow_unsandboxed`` is False.
     ``address_space_limit=False`` lifts the cpu worker's address-space limit (AddressSanitizer
-    reserves terabytes of shadow address space; it bounds its heap itself).
+    reserves terabytes of shadow address space; it bounds its heap itself). ``asan``: the
+    worker runs under AddressSanitizer (forked from a template started under it, or started
+    with its runtime preloaded); not with a ``prefix``.
     """
     folder.mkdir(parents=True, exist_ok=True)
     if not prefix and os.environ.get(TEMPLATE_ENV, "1") != "0":
         try:
-            return _fork_worker(backend, env, folder, sandboxed, allow_unsandboxed)
+            return _fork_worker(
+                backend, env, folder, sandboxed, allow_unsandboxed, address_space_limit, asan
+            )
         except TemplateUnavailable as err:
             _note_fallback(str(err))
+    if asan is not None:
+        if prefix:
+            raise ValueError("a worker under AddressSanitizer takes no other prefix")
+        prefix, env = asan.prefix(), asan.process_env(env)
     read_fd, write_fd = os.pipe()
     argv = [
         *(prefix or []),
@@ -141,21 +153,34 @@ _FALLBACKS: set[str] = set()
 
 
 def _fork_worker(
-    backend: str, env: dict[str, str], folder: Path, sandboxed: bool, allow_unsandboxed: bool
+    backend: str,
+    env: dict[str, str],
+    folder: Path,
+    sandboxed: bool,
+    allow_unsandboxed: bool,
+    address_space_limit: bool = True,
+    asan: AsanRun | None = None,
 ) -> WorkerHandle:
     """A worker forked from this environment's template, confined as its sandbox says
-    (``TemplateUnavailable`` for a bubblewrapped one: it must be a sandbox of its own)."""
-    sandbox = worker_sandbox(backend, env, folder, allow_unsandboxed) if sandboxed else None
+    (``TemplateUnavailable`` for a bubblewrapped one: it must be a sandbox of its own).
+    Under ``asan``, the template is one started with the runtime and the options every check
+    shares; the worker's environment and reports' path are its own."""
+    template_env = asan.template_env(env) if asan is not None else env
+    own_env = asan.forked_env(env) if asan is not None else env
+    sandbox = None
+    if sandboxed:
+        sandbox = worker_sandbox(backend, own_env, folder, allow_unsandboxed, address_space_limit)
     if sandbox is not None and sandbox.mode == "bwrap":
         raise TemplateUnavailable("bubblewrap starts each worker")
     templates = worker_templates(ensure_dir(scratch_dir()) / "templates")
-    template = templates.get(backend, env, _template_key(backend, env))
+    template = templates.get(backend, template_env, _template_key(backend, template_env))
     proc, read_fd = template.fork(
-        sandbox.environment() if sandbox is not None else env,
+        sandbox.environment() if sandbox is not None else own_env,
         folder,
         sandbox.plan.to_json() if sandbox is not None else None,
         folder / "worker.stdout",
         folder / "worker.stderr",
+        report_path=str(asan.log) if asan is not None else None,
     )
     _STARTED.add(proc)
     key = env_key(backend, env, sandboxed)

@@ -9,9 +9,13 @@ file descriptors) and returns a ``ForkedWorker``, which the pool treats as it tr
 
 Used where a worker confines itself (``confine`` mode: user, Landlock, network namespace) or is
 not confined (``none``); a bubblewrapped worker is a sandbox of its own and is still started
-the ordinary way, as is one run under a prefix (``ncu``). A template that cannot start, or
-refuses an order, makes the caller fall back to starting the worker the ordinary way
-(``TemplateUnavailable``), so isolation never depends on it.
+the ordinary way, as is one run under a prefix (``ncu``, compute-sanitizer). A template started
+with AddressSanitizer's runtime preloaded (its environment says so: ``asan.py``) forks the
+memory check's workers; an order's ``report_path`` is where that worker's reports go (ASan read
+its options when the template started). A template that cannot start, or refuses an order
+(a report path where ASan's runtime is not loaded, say), makes the caller fall back to
+starting the worker the ordinary way (``TemplateUnavailable``), so isolation never depends
+on it.
 
 What it does not do: decide the isolation (``worker_spawn.worker_sandbox`` does) or read
 anything from a worker (the pool reads the result pipe as for any worker).
@@ -127,16 +131,23 @@ class Template:
         self._reader = threading.Thread(target=self._read, daemon=True, name="worker-template")
         self._reader.start()
 
+    @property
+    def pid(self) -> int:
+        """The template's process id: the parent of every worker it forks."""
+        return self._proc.pid
+
     def alive(self) -> bool:
         return self._proc.poll() is None and self._reader.is_alive()
 
-    def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> None:
+    def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> dict[str, Any]:
+        """The template's greeting, once it is ready (``TemplateUnavailable``: it never was)."""
         try:
             hello = self._ready.result(timeout=timeout_s)
         except Exception as err:
             raise TemplateUnavailable(f"the worker template did not start: {err}") from None
         if not hello.get("ready"):
             raise TemplateUnavailable(f"the worker template refused: {hello.get('error')}")
+        return hello
 
     def fork(
         self,
@@ -145,9 +156,13 @@ class Template:
         plan_json: str | None,
         stdout_path: Path,
         stderr_path: Path,
+        report_path: str | None = None,
     ) -> tuple[ForkedWorker, int]:
-        """Fork one worker; (the worker, the read end of its result pipe)."""
-        self.wait_ready()
+        """Fork one worker; (the worker, the read end of its result pipe). ``report_path``:
+        where the worker's AddressSanitizer reports go (the template must run under ASan)."""
+        hello = self.wait_ready()
+        if report_path is not None and not hello.get("asan"):
+            raise TemplateUnavailable("the worker template does not run under AddressSanitizer")
         stdin_read, stdin_write = os.pipe()
         result_read, result_write = os.pipe()
         out = os.open(stdout_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -163,6 +178,7 @@ class Template:
             "cwd": str(cwd),
             "plan": plan_json,
             "result_fd": CHILD_RESULT_FD,
+            "report_path": report_path,
         }
         try:
             with self._send_lock:

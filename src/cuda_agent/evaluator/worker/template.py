@@ -10,6 +10,13 @@ Landlock, seccomp, the sandbox user), and only then creates its CUDA context and
 request: candidate code never runs before the confinement, and never in the template. Each
 worker still serves exactly one request and exits.
 
+A template started with AddressSanitizer's runtime preloaded (the memory check's,
+``evaluator/launch/asan.py``) says so when it is ready (``asan``), and its orders carry a
+``report_path``: ASan read ``ASAN_OPTIONS`` (halt-on-error, the heap limit) when the template
+started, so the child, once confined, points its reports there itself
+(``__sanitizer_set_report_path``; ASan appends ``.<pid>``) before it reads its request. A
+template without the runtime refuses such orders.
+
 The template never creates a CUDA context and never reads candidate code or the harness's
 secret. A CUDA driver initialised in the template would be shared broken by every fork, and
 torch's CUDA build maps the driver library on some images without initialising it; so where
@@ -26,6 +33,7 @@ the parent), or anything a worker does once it has its request (``__main__.serve
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import select
@@ -73,6 +81,16 @@ def cuda_forks_work() -> bool:
         os._exit(code)
     _, status = os.waitpid(pid, 0)
     return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def asan_loaded() -> bool:
+    """Whether AddressSanitizer's runtime is loaded here (its report-path call resolves)."""
+    return hasattr(ctypes.CDLL(None), "__sanitizer_set_report_path")
+
+
+def set_asan_report_path(path: str) -> None:
+    """Send this process's AddressSanitizer reports to ``path.<pid>`` from now on."""
+    ctypes.CDLL(None).__sanitizer_set_report_path(os.fsencode(path))
 
 
 def _send(ctl: socket.socket, message: dict[str, Any]) -> None:
@@ -133,6 +151,8 @@ def _child(
             applied = apply(ConfinePlan.from_json(order["plan"]))
             if "landlock" in applied:
                 os.environ[LANDLOCKED_ENV] = "1"  # as the launcher sets it
+        if order.get("report_path"):
+            set_asan_report_path(str(order["report_path"]))
         from cuda_agent.evaluator.worker.__main__ import announce_ready, serve, warm_device
 
         warm_device(order["backend"])
@@ -145,9 +165,10 @@ def _child(
     os._exit(0)
 
 
-def serve_orders(ctl: socket.socket, cuda_ok: bool = True) -> None:
+def serve_orders(ctl: socket.socket, cuda_ok: bool = True, asan: bool = False) -> None:
     """Fork a worker per order until the control socket closes; report their exits.
-    ``cuda_ok``: whether forked children can start CUDA (``cuda_forks_work``)."""
+    ``cuda_ok``: whether forked children can start CUDA (``cuda_forks_work``); ``asan``:
+    whether AddressSanitizer's runtime is loaded here (orders with a report path need it)."""
     children: set[int] = set()
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
@@ -171,6 +192,8 @@ def serve_orders(ctl: socket.socket, cuda_ok: bool = True) -> None:
                 reply["error"] = f"an order needs {FDS_PER_ORDER} file descriptors"
             elif order.get("backend") == "cuda" and not cuda_ok:
                 reply["error"] = "a child of the template cannot start CUDA"
+            elif order.get("report_path") and not asan:
+                reply["error"] = "the template does not run under AddressSanitizer"
             else:
                 sys.stdout.flush()
                 sys.stderr.flush()
@@ -204,8 +227,9 @@ def main(argv: list[str]) -> int:
 
     warm_imports()
     cuda_ok = cuda_forks_work()
-    _send(ctl, {"ready": True, "pid": os.getpid(), "cuda_forks": cuda_ok})
-    serve_orders(ctl, cuda_ok)
+    asan = asan_loaded()
+    _send(ctl, {"ready": True, "pid": os.getpid(), "cuda_forks": cuda_ok, "asan": asan})
+    serve_orders(ctl, cuda_ok, asan)
     return 0
 
 
