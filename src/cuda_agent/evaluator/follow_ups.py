@@ -30,6 +30,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as WaitedTooLong  # the builtin only from 3.11
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +106,7 @@ class FollowUps:
         while True:
             try:
                 return self._memory.result(timeout=WATCH_S)
-            except TimeoutError:
+            except WaitedTooLong:
                 if self._caller_stopped():
                     self.cancel()
 
