@@ -13,9 +13,12 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml requirements.lock requirements-nodeps.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -r requirements.lock
-	$(BIN)/pip install --quiet --no-deps -r requirements-nodeps.lock
+	$(BIN)/pip install --quiet --no-compile -r requirements.lock
+	$(BIN)/pip install --quiet --no-compile --no-deps -r requirements-nodeps.lock
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
+	@# the byte code pip would have compiled one file at a time, on every core (like pip, a
+	@# file that does not compile, such as a package's Python 2 example, is left as it is)
+	$(BIN)/python -m compileall -q -j 0 $(VENV)/lib > /dev/null || true
 	touch $(STAMP)
 
 demo: $(STAMP)

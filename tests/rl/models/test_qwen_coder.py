@@ -26,6 +26,7 @@ import pytest
 from cuda_agent.rl.models import ModelPathError
 from cuda_agent.rl.models.gguf_parts import PartsSource, assemble, check_parts, part_files
 from cuda_agent.rl.models.qwen_coder import SOURCES, source_record, tool_template
+from tests.helpers import REAL_MODELS
 
 ROOT = Path(__file__).resolve().parents[3]
 SMALL = SOURCES["qwen-coder-0.5b"]
@@ -187,6 +188,7 @@ def kernel_sample(tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow  # converts the 0.5B (about 45 s), one GRPO step (13 GB), one SFT step
+@REAL_MODELS
 def test_the_05b_converts_once_and_the_readme_grpo_step_runs(tmp_path: Path) -> None:
     if not installed(SMALL):
         pytest.skip("needs the 0.5B's parts (requirements-nodeps.lock) and gguf")

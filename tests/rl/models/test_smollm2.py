@@ -36,7 +36,7 @@ from cuda_agent.rl.models.smollm2 import (
     smollm2_model_path,
 )
 from cuda_agent.rl.models.smollm2_template import ORIGINAL_TEMPLATE, TOOL_TEMPLATE
-from tests.helpers import SMOLLM2_MISSING, smollm2_available
+from tests.helpers import REAL_MODELS, SMOLLM2_MISSING, smollm2_available
 
 TOOLS = default_tools().schemas()
 HIDE_PACKAGE = f"""
@@ -230,6 +230,7 @@ def test_the_gguf_is_found_in_the_installed_package_and_its_template_is_the_know
 
 
 @pytest.mark.slow  # converts the GGUF (about half a minute) and loads it twice
+@REAL_MODELS
 @pytest.mark.skipif(not smollm2_available(), reason=SMOLLM2_MISSING)
 def test_smollm2_is_converted_once_faithfully_and_its_record_is_checked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -21,12 +21,13 @@ import pytest
 pytest.importorskip("transformers", minversion="5.15")
 pytest.importorskip("trl", minversion="1.16")
 
-from tests.helpers import SMOLLM2_MISSING, smollm2_available
+from tests.helpers import REAL_MODELS, SMOLLM2_MISSING, smollm2_available
 from tests.rl.models.test_path import cli
 
 pytestmark = [
     pytest.mark.slow,  # loads SmolLM2, generates, evaluates and trains
     pytest.mark.skipif(not smollm2_available(), reason=SMOLLM2_MISSING),
+    REAL_MODELS,
 ]
 
 
