@@ -15,16 +15,22 @@ import os
 import sys
 import traceback
 
-import torch  # imported before the request arrives (warm start)
+from cuda_agent.core.startup import collection_off, imports_done
 
-from cuda_agent.core.records import EvaluationRecord, WorkerRecord, empty_record
-from cuda_agent.evaluator.worker.device_memory import (
+# a worker process of its own: no collections while it imports (core/startup.py); main()
+# freezes what the imports made and turns the collector back on
+COLLECTOR_WAS_ON = collection_off() if __name__ == "__main__" else None
+
+import torch  # noqa: E402  (imported before the request arrives: warm start)
+
+from cuda_agent.core.records import EvaluationRecord, WorkerRecord, empty_record  # noqa: E402
+from cuda_agent.evaluator.worker.device_memory import (  # noqa: E402
     CONTENTION_FLAG,
     contention_message,
     oom_census,
 )
-from cuda_agent.evaluator.worker.guards import prime_recorder
-from cuda_agent.evaluator.worker.protocol import ResultChannel, WorkerRequest
+from cuda_agent.evaluator.worker.guards import prime_recorder  # noqa: E402
+from cuda_agent.evaluator.worker.protocol import ResultChannel, WorkerRequest  # noqa: E402
 
 
 def warm_imports() -> None:
@@ -89,6 +95,8 @@ def main() -> int:
     backend = _option(argv, "backend") or "cpu"
     ready_fd = _option(argv, "ready-fd")
     warm_imports()
+    if COLLECTOR_WAS_ON is not None:
+        imports_done(COLLECTOR_WAS_ON)
     warm_device(backend)
     announce_ready(int(ready_fd) if ready_fd is not None else None)
     return serve()

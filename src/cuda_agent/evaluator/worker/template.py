@@ -223,9 +223,12 @@ def main(argv: list[str]) -> int:
         sys.stderr.write("usage: python -m cuda_agent.evaluator.worker.template --control-fd=N\n")
         return 2
     ctl = socket.socket(fileno=int(option.split("=", 1)[1]))
-    from cuda_agent.evaluator.worker.__main__ import warm_imports
+    from cuda_agent.core.startup import without_collection
 
-    warm_imports()
+    with without_collection():  # the imports every fork shares, frozen (core/startup.py)
+        from cuda_agent.evaluator.worker.__main__ import warm_imports
+
+        warm_imports()
     cuda_ok = cuda_forks_work()
     asan = asan_loaded()
     _send(ctl, {"ready": True, "pid": os.getpid(), "cuda_forks": cuda_ok, "asan": asan})
