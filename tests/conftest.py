@@ -14,11 +14,18 @@ use sources nobody compiled before.
 Tiers: ``make test`` runs ``-m "not slow and not gpu"``, ``make test-all`` everything without
 ``gpu``. A test of the fast tier that ran long is named at the end of the run (a hint to mark it
 ``slow``, never a failure: speed is not asserted by tests).
+
+With ``CUDA_AGENT_TEST_TIMELINE=DIR`` each pytest process writes when each of its tests started
+and ended (``DIR/timeline-PID.jsonl``): ``benchmarks/ci_cpu_profile.py`` joins it with a
+``perf record`` of the run to give each test's CPU.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +33,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 LONG_FAST_TEST_S = 20.0  # a fast-tier test that took longer is listed in the summary
+# a folder: each test's start, end and pytest process, for benchmarks/ci_cpu_profile.py
+TIMELINE_ENV = "CUDA_AGENT_TEST_TIMELINE"
 _long_fast_tests: list[tuple[float, str]] = []
 os.environ.setdefault("CUDA_AGENT_CACHE", str(REPO / ".cache" / "cuda-agent-tests"))
 if os.environ.get("PYTEST_XDIST_WORKER"):
@@ -104,3 +113,19 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     terminalreporter.write_sep("-", f"tests not marked slow that took over {LONG_FAST_TEST_S} s")
     for seconds, nodeid in sorted(_long_fast_tests, reverse=True):
         terminalreporter.write_line(f"{seconds:7.1f} s  {nodeid}")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """With ``CUDA_AGENT_TEST_TIMELINE`` set, one line per test (its id, this process, its
+    start and end on ``CLOCK_MONOTONIC``, the clock ``perf record -k CLOCK_MONOTONIC`` uses)
+    in ``timeline-PID.jsonl`` there: ``benchmarks/ci_cpu_profile.py`` credits perf's samples
+    to tests with it."""
+    folder = os.environ.get(TIMELINE_ENV)
+    start = time.clock_gettime(time.CLOCK_MONOTONIC)
+    yield
+    if folder:
+        end = time.clock_gettime(time.CLOCK_MONOTONIC)
+        line = {"id": item.nodeid, "pid": os.getpid(), "start": start, "end": end}
+        with open(Path(folder) / f"timeline-{os.getpid()}.jsonl", "a") as timeline:
+            timeline.write(json.dumps(line) + "\n")
