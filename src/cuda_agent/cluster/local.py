@@ -32,6 +32,7 @@ from cuda_agent.cluster.pool import (
     run_worker_task,
     with_retries,
 )
+from cuda_agent.core.cancel import requested
 from cuda_agent.core.locks import device_lock_path, ensure_lock_files
 from cuda_agent.core.types import EvalResult
 from cuda_agent.evaluator.options import EvalOptions
@@ -54,10 +55,6 @@ def visible_gpus() -> list[str]:
         return [str(i) for i in range(torch.cuda.device_count())]
     except Exception:  # no CUDA here
         return []
-
-
-def _set(event: threading.Event | None) -> bool:
-    return event is not None and event.is_set()
 
 
 class LocalPool(EvalPool):
@@ -134,7 +131,7 @@ class LocalPool(EvalPool):
             self.board.move(ident, "build-wait")
             with self._builds:
                 prepared = prepare(job.problem, job.solution, options, moved)
-            if prepared.error is not None or _set(job.cancel):  # no device for either
+            if prepared.error is not None or requested(job.cancel):  # no device for either
                 return execute(prepared, cancel=job.cancel)
             device, got = self._wait_for_device(ident, self._free)
             try:

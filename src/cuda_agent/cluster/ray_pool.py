@@ -50,6 +50,7 @@ from cuda_agent.cluster.pool import (
     run_worker_task,
     with_retries,
 )
+from cuda_agent.core.cancel import requested
 from cuda_agent.core.types import EvalResult
 from cuda_agent.evaluator.worker.protocol import WorkerRequest
 
@@ -259,8 +260,7 @@ class RayPool(EvalPool):
                 self.board.move(ident, "build")
                 built.append(self._ray.get(self._prepare.remote(remote_job)))
             prepared, files = built[0]
-            cancelled = job.cancel is not None and job.cancel.is_set()
-            if prepared.error is not None or cancelled:  # no device stage: finish here
+            if prepared.error is not None or requested(job.cancel):  # no device stage: finish here
                 from cuda_agent.evaluator.pipeline import execute
 
                 return execute(prepared, cancel=job.cancel)

@@ -34,6 +34,7 @@ from concurrent.futures import TimeoutError as WaitedTooLong  # the builtin only
 from pathlib import Path
 from typing import Any
 
+from cuda_agent.core.cancel import requested
 from cuda_agent.core.types import Solution, SolutionKind
 from cuda_agent.evaluator.builder.builder import BuildResult
 from cuda_agent.evaluator.checks.compile_ratio import CompileBaseline, compile_baseline
@@ -89,7 +90,7 @@ class FollowUps:
         """Start what the options ask for (once; later calls do nothing)."""
         opts = self.prepared.opts
         with self._lock:
-            if self._pool is not None or self._caller_stopped():
+            if self._pool is not None or requested(self._stopped):
                 return
             self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="follow-up")
             if opts.memory_check:
@@ -107,7 +108,7 @@ class FollowUps:
             try:
                 return self._memory.result(timeout=WATCH_S)
             except WaitedTooLong:
-                if self._caller_stopped():
+                if requested(self._stopped):
                     self.cancel()
 
     def baseline(self) -> CompileBaseline | None:
@@ -117,9 +118,6 @@ class FollowUps:
     def cancel(self) -> None:
         """The verdict no longer needs them: stop the memory check."""
         self._cancel.set()
-
-    def _caller_stopped(self) -> bool:
-        return self._stopped is not None and self._stopped.is_set()
 
     def close(self) -> None:
         """Wait for both (a cancelled check ends within a second)."""

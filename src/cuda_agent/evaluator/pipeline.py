@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from cuda_agent.core.cache_usage import keep_under_cap_once
+from cuda_agent.core.cancel import requested
 from cuda_agent.core.details import EvalDetails
 from cuda_agent.core.paths import cache_root, ensure_dir, scratch_dir
 from cuda_agent.core.records import EvaluationRecord, StageError
@@ -156,7 +157,7 @@ def execute(
     if prepared.error is not None:
         task_lint.attach(result, prepared.problem, opts, None)  # a cached lint, if any
         return _finish(result, opts, prepared.error)
-    if cancel is not None and cancel.is_set():
+    if requested(cancel):
         return _cancelled(result, opts)
     notify = _one_at_a_time(progress or _silent)  # the follow-ups report from their threads
     stage_times = result.details.timings_s
@@ -204,7 +205,7 @@ def execute(
                 env_extra,
             )
             stage_times["shapes"] = round(time.monotonic() - started, 3)
-        if cancel is not None and cancel.is_set():  # stopped in a follow-up or a shape
+        if requested(cancel):  # stopped in a follow-up or a shape
             return _cancelled(result, opts)
         return _finish(result, opts, error)
     finally:

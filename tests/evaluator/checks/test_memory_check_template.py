@@ -18,24 +18,10 @@ import pytest
 from cuda_agent.evaluator.pipeline import evaluate
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.solutions.loader import load_solution
-from cuda_agent.workspace.isolation import IsolationUnavailable
-from cuda_agent.workspace.sandbox import worker_isolation
 from tests.adversarial.catalogue import FIXTURES
 from tests.helpers import fast_options
 
 pytestmark = pytest.mark.slow  # an AddressSanitizer build (shared) and checked workers
-
-
-@pytest.fixture
-def confine(monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv("CUDA_AGENT_ISOLATION", "confine")
-    try:
-        mode = worker_isolation(gpu=False)
-    except IsolationUnavailable:
-        mode = "none"
-    if mode == "none":
-        pytest.skip("no confine isolation here (needs Landlock or root)")
-    return mode
 
 
 def check_of(name: str) -> tuple[Any, dict[str, Any]]:

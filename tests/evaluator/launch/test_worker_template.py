@@ -27,23 +27,9 @@ from cuda_agent.evaluator.worker.template import cuda_driver_loaded, cuda_forks_
 from cuda_agent.examples import examples_root
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.solutions.loader import load_solution
-from cuda_agent.workspace.isolation import IsolationUnavailable
-from cuda_agent.workspace.sandbox import worker_isolation
 from tests.helpers import fast_options, wait_for
 
 pytestmark = pytest.mark.slow  # workers and a template
-
-
-@pytest.fixture
-def confine(monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv("CUDA_AGENT_ISOLATION", "confine")
-    try:
-        mode = worker_isolation(gpu=False)
-    except IsolationUnavailable:
-        pytest.skip("no confine isolation here (needs Landlock or root)")
-    if mode == "none":
-        pytest.skip("no confine isolation here (needs Landlock or root)")
-    return mode
 
 
 def _relu() -> tuple[object, object]:

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cuda_agent.core.cancel import requested
 from cuda_agent.core.records import R, WorkerRecord, parse_record
 from cuda_agent.evaluator.launch.asan import AsanRun
 from cuda_agent.evaluator.launch.host_memory import MemoryWatch, killed_by_oom, oom_kills
@@ -148,7 +149,8 @@ def run_worker(
     ``asan``: the worker runs under AddressSanitizer (``asan.py``; never a spare).
     """
     env = env or worker_env()
-    if spares is not None and not prefix and asan is None:
+    use_spare = spares is not None and not prefix and asan is None
+    if spares is not None and use_spare:  # (mypy: use_spare implies spares)
         handle = spares.take(
             request.settings.backend, env, sandboxed, spare_depth, allow_unsandboxed
         )
@@ -179,7 +181,7 @@ def run_worker(
     outcome = WorkerOutcome(
         record=None,
         isolation=handle.isolation,
-        source="spare" if spares is not None and not prefix and asan is None else "fresh",
+        source="spare" if use_spare else "fresh",
         ready_after_s=0.0 if handle.ready else None,
         forked=isinstance(proc, ForkedWorker),
         host_memory_cap=host_memory_cap,
@@ -304,7 +306,7 @@ def _read_records(
     buffer = b""
     wait_s = 1.0 if watch is None else watch.interval_s
     while True:
-        if cancel is not None and cancel.is_set():
+        if requested(cancel):
             outcome.cancelled = True
             return
         if watch is not None and watch.look():
