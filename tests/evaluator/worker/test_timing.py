@@ -1,16 +1,20 @@
 """The interleaved timer's integrity hook (when it asks for the expensive checks, and that a
-change made late in timing, even in the very last round, is still caught) and its inputs (no
-timed call sees inputs an earlier call saw)."""
+change made late in timing, even in the very last round, is still caught), its inputs (no
+timed call sees inputs an earlier call saw) and its stop test (running moments that agree
+with the full statistics, which are computed once, not every round)."""
 
 from __future__ import annotations
 
+import math
 import random
 
+import pytest
 import torch
 
+from cuda_agent.evaluator.worker import timing
 from cuda_agent.evaluator.worker.device import CpuDevice
 from cuda_agent.evaluator.worker.protocol import MAX_TIMED_ROUNDS, TimingOptions
-from cuda_agent.evaluator.worker.timing import time_interleaved
+from cuda_agent.evaluator.worker.timing import RunningMoments, SampleStats, time_interleaved
 
 ROUNDS = 12
 
@@ -149,3 +153,58 @@ def test_no_timed_call_sees_an_element_value_an_earlier_call_saw() -> None:
     )
     assert outcome.rounds == MAX_TIMED_ROUNDS and calls == warm_up + MAX_TIMED_ROUNDS
     assert repeats == []
+
+
+@pytest.mark.parametrize("scale", [1e-3, 11.0, 4e6])
+def test_running_moments_agree_with_the_full_statistics(scale: float) -> None:
+    rng = random.Random(7)
+    moments = RunningMoments()
+    samples: list[float] = []
+    for _ in range(300):
+        sample = scale * (1.0 + 0.2 * rng.random()) + (scale if rng.random() < 0.02 else 0.0)
+        samples.append(sample)
+        moments.add(sample)
+        if len(samples) < 2:
+            assert moments.rse == math.inf == SampleStats.of(samples).rse
+            continue
+        assert math.isclose(moments.rse, SampleStats.of(samples).rse, rel_tol=1e-9)
+    constant = RunningMoments()
+    for _ in range(5):
+        constant.add(3.0)
+    assert constant.rse == 0.0 == SampleStats.of([3.0] * 5).rse
+
+
+def test_the_stop_test_reads_running_moments_not_the_full_statistics(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A long run computes the full statistics of each side once, at the end: recomputing them
+    every round costs O(rounds²) (2.6 s of a 1,600-round run). It still stops once both sides
+    have converged, and the figures it reports are those of all its samples."""
+    computed: list[int] = []
+    full = SampleStats.of
+
+    def counted(samples: list[float]) -> SampleStats:
+        computed.append(len(samples))
+        return full(samples)
+
+    monkeypatch.setattr(timing.SampleStats, "of", staticmethod(counted))
+    never = TimingOptions(
+        warmup_ms=0.0, warmup_calls=1, min_rounds=10, max_rounds=400, max_seconds=600.0,
+        target_rse=0.0, input_sets=2, check_fraction=0.0, flush_cache=False,
+    )  # fmt: skip
+    outcome = time_interleaved(
+        double, double, sets(), CpuDevice(), never, 0.0, 0.0, random.Random(0)
+    )
+    assert outcome.stop_reason == "max_rounds" and outcome.rounds == 400
+    assert computed == [400, 400]
+    assert outcome.candidate is not None and outcome.candidate.n == 400
+    computed.clear()
+    loose = TimingOptions(
+        warmup_ms=0.0, warmup_calls=1, min_rounds=10, max_rounds=400, max_seconds=600.0,
+        target_rse=1e9, input_sets=2, check_fraction=0.0, flush_cache=False,
+    )  # fmt: skip
+    outcome = time_interleaved(
+        double, double, sets(), CpuDevice(), loose, 0.0, 0.0, random.Random(0)
+    )
+    assert outcome.stop_reason == "converged" and outcome.rounds == 10
+    assert computed == [10, 10]

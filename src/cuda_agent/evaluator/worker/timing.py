@@ -17,7 +17,10 @@ Protocol (one round = one call of each side, order alternating A B / B A):
   round, so a tampering candidate cannot tell when it is watched and any lasting change is
   caught, at a cost that does not grow with the number of rounds;
 * stop once both sides' relative standard error is below ``target_rse`` (after
-  ``min_rounds``), or at ``max_rounds`` / ``max_seconds``.
+  ``min_rounds``), or at ``max_rounds`` / ``max_seconds``. The stop test reads running moments
+  (``RunningMoments``: constant work per round); the full statistics are computed once, at the
+  end. (Recomputing them every round cost O(rounds²): 2.6 of the 4 s that a 1,600-round run of
+  an 11 us cpu kernel took, 2026-12-07.)
 
 Reported per side: median (the figure used for speed-ups), mean, standard deviation, quartiles,
 minimum, sample count and relative standard error.
@@ -70,6 +73,32 @@ class SampleStats:
         )
 
 
+class RunningMoments:
+    """The mean and sample variance of a growing series of samples in constant work per sample
+    (Welford's update), for the stop test; ``rse`` is ``SampleStats.of(samples).rse`` up to
+    rounding."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.mean = 0.0
+        self._squares = 0.0  # the sum of squared deviations from the running mean
+
+    def add(self, sample: float) -> None:
+        self.n += 1
+        delta = sample - self.mean
+        self.mean += delta / self.n
+        self._squares += delta * (sample - self.mean)
+
+    @property
+    def rse(self) -> float:
+        """The relative standard error of the mean (infinite below two samples or a mean of
+        zero or less, as in ``SampleStats``)."""
+        if self.n < 2 or self.mean <= 0:
+            return math.inf
+        std = math.sqrt(max(self._squares, 0.0) / (self.n - 1))
+        return std / math.sqrt(self.n) / self.mean
+
+
 @dataclass
 class TimingOutcome:
     candidate: SampleStats | None = None
@@ -108,6 +137,7 @@ def time_interleaved(
     _warm_up(candidate, reference, input_sets, device, opts, factors)
     samples_c: list[float] = []
     samples_r: list[float] = []
+    moments = {"cand": RunningMoments(), "ref": RunningMoments()}
     round_no = 0
     while True:
         inputs = perturbed(input_sets[round_no % len(input_sets)], factors.timed())
@@ -122,6 +152,7 @@ def time_interleaved(
             device.synchronize()
             elapsed, out = device.time_call(functools.partial(fn, args))
             (samples_c if side == "cand" else samples_r).append(elapsed)
+            moments[side].add(elapsed)
             if check:
                 results[side] = out
             del out
@@ -140,14 +171,11 @@ def time_interleaved(
         results.clear()
         round_no += 1
         elapsed_total = time.monotonic() - start
-        if round_no >= opts.min_rounds:
-            rse_ok = (
-                SampleStats.of(samples_c).rse < opts.target_rse
-                and SampleStats.of(samples_r).rse < opts.target_rse
-            )
-            if rse_ok:
-                outcome.stop_reason = "converged"
-                break
+        if round_no >= opts.min_rounds and all(
+            side.rse < opts.target_rse for side in moments.values()
+        ):
+            outcome.stop_reason = "converged"
+            break
         if round_no >= opts.max_rounds:
             outcome.stop_reason = "max_rounds"
             break
