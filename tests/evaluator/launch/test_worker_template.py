@@ -89,6 +89,30 @@ def test_without_a_template_the_worker_is_its_own_process(
         handle.proc.wait(timeout=120)
 
 
+def test_workers_that_differ_only_in_our_settings_share_a_template(
+    confine: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A worker whose environment names another cache or isolation mode is forked from the
+    same template (our settings are read at run time, from the worker's own environment); one
+    whose environment changes what a library reads when it loads gets a template of its own."""
+    base = worker_env()
+    ours = {**base, "CUDA_AGENT_CACHE": str(tmp_path / "other-cache"), "CUDA_AGENT_DEBUG": "1"}
+    loads = {**base, "OMP_NUM_THREADS": "3"}
+    handles = [
+        spawn_worker("cpu", env, tmp_path / name, sandboxed=True)
+        for name, env in (("base", base), ("ours", ours), ("loads", loads))
+    ]
+    try:
+        assert all(isinstance(handle.proc, ForkedWorker) for handle in handles)
+        parents = [_parent(handle.proc.pid) for handle in handles]
+        assert parents[0] == parents[1] != parents[2]
+    finally:
+        for handle in handles:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(handle.proc.pid, signal.SIGKILL)
+            handle.proc.wait(timeout=120)
+
+
 def _parent(pid: int) -> int:
     stat = Path(f"/proc/{pid}/stat").read_text()
     return int(stat.rsplit(")", 1)[1].split()[1])
