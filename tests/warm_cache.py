@@ -1,17 +1,20 @@
-"""A fresh cache that starts with the session's headers: the light index and precompiled headers.
+"""A fresh cache that starts with the session's headers and compiled objects.
 
 Tests that need a cache of their own (attacks rewrite what they find there; a fresh signing
 key) would otherwise build the toolchain's light header index and the precompiled base header
-again, about 30 s on the 2-core machine, before their first extension. ``fresh_cache`` makes
-a folder beside the session cache whose ``builds/light`` and ``builds/pch`` are hard links to
-the session's (built once per session by ``warm_up``, under its locks, whichever pytest
-worker comes first), each sealed again with the new folder's own key: to that cache's harness
-they are entries it built itself. Extensions, objects, baselines and the key are the test's
-own, so what a test checks about them starts from nothing.
+again, about 30 s on the 2-core machine, and compile again every translation unit the session
+has compiled already (the honest relu, the attack fixtures: 4-5 s each), before their first
+extension. ``fresh_cache`` makes a folder beside the session cache whose ``builds/light``,
+``builds/pch`` and ``builds/obj`` are hard links to the session's (the index and base header
+built once per session by ``warm_up``, under its locks, whichever pytest worker comes first),
+each sealed again with the new folder's own key: to that cache's harness they are entries it
+built itself. Extensions (the linked modules), baselines and the key are the test's own, so
+what a test checks about them starts from nothing.
 
 What it does not do: share anything a candidate could change. Sandboxed candidates see
 ``builds/`` read-only; the unsandboxed attacks replace modules (``builds/ext``) and baselines,
-which are not linked.
+which are not linked. (Were a linked object rewritten in place, the session's copy would fail
+its own seal and be compiled again: the cost of a build, never a wrong verdict.)
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import pytest
 from cuda_agent.core import secret
 from cuda_agent.core.paths import builds_dir, cache_root
 
-SHARED = ("light", "pch")
+SHARED = ("light", "pch", "obj")
 
 
 @functools.cache
@@ -41,8 +44,8 @@ def _warm_session_headers() -> Path:
 
 def fresh_cache(monkeypatch: pytest.MonkeyPatch) -> Path:
     """A new cache folder (mode 0755, reachable by the sandbox user) beside the session cache,
-    seeded with the session's headers, with ``CUDA_AGENT_CACHE`` pointing at it for the test;
-    the caller removes it."""
+    seeded with the session's headers and objects, with ``CUDA_AGENT_CACHE`` pointing at it for
+    the test; the caller removes it."""
     session_builds = _warm_session_headers()
     folder = Path(tempfile.mkdtemp(prefix="ca-fresh-", dir=cache_root().parent))
     folder.chmod(0o755)

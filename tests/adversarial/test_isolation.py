@@ -3,7 +3,8 @@ connection) under every isolation mode this machine offers, plus the unsandboxed
 must be asked for and then still catches forged caches by their signatures.
 
 Each test uses its own cache folder: the attacks rewrite what they find there. Only the
-session's header index and precompiled headers are shared into it (built once, not per test).
+session's header index, precompiled headers and compiled objects are shared into it (built
+once, not per test); its modules and baselines, which the attacks target, are its own.
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ ISOLATED = [
 @pytest.fixture
 def cache(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A fresh cache the sandbox user can reach (pytest's tmp_path sits in a 0700 folder), with
-    its own key, extensions and baselines; the header index and precompiled headers are the
-    session's (``tests/warm_cache.py``), which no attack here targets."""
+    its own key, extensions and baselines; the header index, precompiled headers and objects
+    are the session's (``tests/warm_cache.py``), which no attack here targets."""
     folder = fresh_cache(monkeypatch)
     monkeypatch.delenv(ALLOW_UNSANDBOXED_ENV, raising=False)
     yield folder
