@@ -9,6 +9,7 @@ from __future__ import annotations
 import fcntl
 import functools
 import importlib
+import importlib.util
 import multiprocessing
 import os
 import subprocess
@@ -17,6 +18,7 @@ import textwrap
 import threading
 import time
 import traceback
+import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -159,6 +161,28 @@ def run_relu_worker(
         allow_unsandboxed=opts.allow_unsandboxed,
         **run_worker_kwargs,
     )
+
+
+def load_module(name: str, path: Path | None) -> types.ModuleType:
+    """Import the extension module ``build_extension`` built at ``path`` as ``name``."""
+    assert path is not None, "the build made no module"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None, path
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def inline_module(name: str, cpp_sources: str, functions: list[str]) -> types.ModuleType:
+    """A cpu ``load_inline(name, cpp_sources, functions=...)`` built by our builder (light
+    layout, the session's precompiled header and build cache: about 5 s where torch's own
+    builder takes 18 s from nothing) and imported."""
+    from cuda_agent.evaluator.builder.builder import build_extension
+    from cuda_agent.evaluator.builder.inline import inline_spec
+
+    built = build_extension(inline_spec("cpu", name, cpp_sources, functions=functions))
+    assert built.ok, built.error
+    return load_module(name, built.module_path)
 
 
 def wait_for(

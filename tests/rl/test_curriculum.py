@@ -43,7 +43,7 @@ from cuda_agent.rl.curriculum.tasks import (
 from cuda_agent.rl.recipe import RecipeError, load_config, plan
 from cuda_agent.synth.decontam import Decontaminator
 from cuda_agent.synth.filters import exact_key, structure_key
-from tests.helpers import fast_options
+from tests.helpers import fast_options, inline_module
 
 
 @pytest.fixture(scope="module")
@@ -292,7 +292,6 @@ def test_verl_single_turn_rows_of_the_curriculum_are_scored_as_their_task(
 def test_every_reference_answer_computes_its_torch_expression(curriculum: Path) -> None:
     import torch
     import torch.nn.functional as F
-    from torch.utils.cpp_extension import load_inline
 
     every = rows(curriculum, "train") + rows(curriculum, "heldout")
     functions = "\n".join(
@@ -302,10 +301,10 @@ def test_every_reference_answer_computes_its_torch_expression(curriculum: Path) 
         f"for (int64_t k = 0; k < t.numel(); ++k) b[k] = e{i}(a[k]); return y; }}"
         for i, r in enumerate(every)
     )
-    module = load_inline(
-        name="ca_curriculum_answers",
-        cpp_sources="#include <torch/extension.h>\n#include <math.h>\n" + functions,
-        functions=[f"f{i}" for i in range(len(every))],
+    module = inline_module(
+        "ca_curriculum_answers",
+        "#include <torch/extension.h>\n#include <math.h>\n" + functions,
+        [f"f{i}" for i in range(len(every))],
     )
     x = torch.randn(4096, generator=torch.Generator().manual_seed(0))
     for i, row in enumerate(every):

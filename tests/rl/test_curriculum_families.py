@@ -60,7 +60,7 @@ from cuda_agent.rl.curriculum.tasks import (
 )
 from cuda_agent.synth.decontam import Decontaminator
 from cuda_agent.synth.filters import exact_key, structure_key
-from tests.helpers import fast_options
+from tests.helpers import fast_options, inline_module
 
 SPEC = CurriculumSpec(n_train=160, n_heldout=48, families=FAMILIES)
 SMALL = CurriculumSpec(n_train=12, n_heldout=4, families=FAMILIES)
@@ -324,7 +324,6 @@ def _kernels(folder: Path, backend: str) -> list[tuple[str, str, str]]:
 def test_every_cpu_reference_kernel_computes_its_torch_expression(small_set: Path) -> None:
     import torch
     import torch.nn.functional as F
-    from torch.utils.cpp_extension import load_inline
 
     kernels = _kernels(small_set, "cpu")
     counts = Counter(family for family, _, _ in kernels)
@@ -348,10 +347,10 @@ def test_every_cpu_reference_kernel_computes_its_torch_expression(small_set: Pat
         "#include <torch/extension.h>\n#include <math.h>\n#include <cmath>\n#include <cstdint>\n"
     )
     source = _combined([(launch_name(f), code) for f, _, code in kernels], prelude)
-    module = load_inline(
-        name="ca_curriculum_family_kernels",
-        cpp_sources=source + "\n" + "\n".join(wrappers),
-        functions=[f"f{i}" for i in range(len(kernels))],
+    module = inline_module(
+        "ca_curriculum_family_kernels",
+        source + "\n" + "\n".join(wrappers),
+        [f"f{i}" for i in range(len(kernels))],
     )
     generator = torch.Generator().manual_seed(0)
     for shape in ((64, 1024), (7, 333)):  # the problems' rows, and an odd row length

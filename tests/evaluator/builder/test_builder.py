@@ -1,6 +1,5 @@
 """Real builds with g++ (cpu backend): cold build, cache hit, per-file reuse, error messages."""
 
-import importlib.util
 import secrets
 
 import pytest
@@ -8,6 +7,7 @@ import pytest
 from cuda_agent.evaluator.builder.builder import build_extension
 from cuda_agent.evaluator.builder.inline import inline_spec, workdir_spec
 from cuda_agent.workspace.template_files import harness_binding_files
+from tests.helpers import load_module
 
 PLAIN = """
 #include <Python.h>
@@ -25,20 +25,13 @@ def plain_spec(value: int):
     return inline_spec("cpu", name, PLAIN % (value, name, name), no_implicit_headers=True)
 
 
-def load(name: str, path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.slow
 def test_cold_build_then_cache_hit() -> None:
     spec = plain_spec(42)
     first = build_extension(spec)
     assert first.ok, first.error
     assert (first.cached, first.objects_built) == (False, 1)
-    assert load(spec.name, first.module_path).answer() == 42
+    assert load_module(spec.name, first.module_path).answer() == 42
     second = build_extension(spec)
     assert second.ok and second.cached
     assert second.objects_built == 0
@@ -96,4 +89,4 @@ def test_workdir_edit_recompiles_only_the_changed_file() -> None:
     assert (edited.objects_built, edited.objects_cached) == (1, 2)
     import torch  # noqa: F401 - the module links against torch's libraries
 
-    assert load("cuda_extension", edited.module_path).scale(1.5) == 4.5
+    assert load_module("cuda_extension", edited.module_path).scale(1.5) == 4.5
