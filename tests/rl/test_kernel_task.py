@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from cuda_agent.evaluator.options import EvalOptions
 from cuda_agent.problems.sets import resolve_problem
 from cuda_agent.rl.curriculum import POLICIES
 from cuda_agent.rl.curriculum.problem_set import (
@@ -39,6 +38,7 @@ from cuda_agent.rl.curriculum.tasks import (
     score_reply,
 )
 from cuda_agent.rl.recipe import RecipeError, load_config, plan
+from tests.helpers import fast_options
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -113,7 +113,9 @@ def test_outcomes_name_what_became_of_a_reply() -> None:
 def test_kernels_are_scored_and_an_out_of_bounds_read_is_rejected(curriculum: Path) -> None:
     row = read_split(curriculum, "heldout")[0]
     spec = row_spec(curriculum, row)
-    options = EvalOptions(baselines=("eager",), memory_check=True)
+    # the tests' short timing: what is checked is the reward's scale and the verdicts, not a
+    # speed (the default timing spends up to 10 s of a core on each correct kernel here)
+    options = fast_options(memory_check=True)
     right = score_reply("kernel", spec, cpu_kernel(row["answer"]), "cpu", options)
     assert right.reward >= 1.0 and outcome(right) == "pass"
     assert right.result is not None and right.result.flags == []
@@ -121,7 +123,7 @@ def test_kernels_are_scored_and_an_out_of_bounds_read_is_rejected(curriculum: Pa
     assert past_the_end.reward == -1.0 and outcome(past_the_end) == "wrong"
     assert past_the_end.result is not None
     assert "memory_error:access" in past_the_end.result.flags
-    fast = EvalOptions(baselines=("eager",), memory_check=False)
+    fast = fast_options()
     wrong = score_reply("kernel", spec, cpu_kernel(f"({row['answer']}) + 0.5f"), "cpu", fast)
     assert wrong.reward == -1.0 and outcome(wrong) == "wrong"
     assert wrong.result is not None and wrong.result.error is not None
