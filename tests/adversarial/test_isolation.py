@@ -80,7 +80,7 @@ def test_writes_outside_fail(
         Path("/tmp") / f"ca-adv-{os.getpid()}.txt",
         Path("/var/tmp") / f"ca-adv-{os.getpid()}.txt",
     ]
-    monkeypatch.setenv("CA_ADV_TARGETS", ":".join(str(t) for t in targets))
+    monkeypatch.setenv("CUDA_AGENT_ADV_TARGETS", ":".join(str(t) for t in targets))
     result = _evaluate(FIXTURES / "c1_write_outside.py")
     assert result.details.isolation != "none"
     assert not result.correct and "load_failed" in result.flags, result.error
@@ -107,7 +107,7 @@ def test_no_connection_leaves(mode: str, cache: Path, monkeypatch: pytest.Monkey
 
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
-    monkeypatch.setenv("CA_ADV_PORT", str(listener.getsockname()[1]))
+    monkeypatch.setenv("CUDA_AGENT_ADV_PORT", str(listener.getsockname()[1]))
     try:
         result = _evaluate(FIXTURES / "c1_network.py")
     finally:

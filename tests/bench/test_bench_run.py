@@ -17,7 +17,11 @@ from cuda_agent.examples import examples_root
 from cuda_agent.problems.sets import resolve_problem
 from tests.helpers import fast_options
 
-pytestmark = pytest.mark.slow
+# one worker runs the three in turn (an xdist group: tests/conftest.py): they build the same
+# examples, whose precompiled headers (the workdir's binding prelude, the -ffast-math base
+# header) one of them compiles while, side by side, the other waited on its lock with a core
+# idle (about 30 s of a minute in the 2026-12-07 runs)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("bench_examples")]
 IDS = ["relu", "bias_gelu_scale", "scale_residual_tanh", "row_sum"]  # row_sum: no solution
 
 
