@@ -430,7 +430,7 @@ CATALOGUE: list[Fixture] = [
         "hard deadline, process group killed",
         # the spin holds a core until the deadline: the shortest that still leaves a forked or
         # bubblewrapped worker its start before the spin begins
-        options={"worker_timeout_s": 8.0},
+        options={"worker_timeout_s": 5.0},
     ),
     R(
         "f_slow_correct_kernel",
