@@ -18,8 +18,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from cuda_agent.agent.local_endpoint import LocalEndpoint
 
 Respond = Callable[[dict[str, Any], int], tuple[int, dict[str, Any]]]
 
@@ -34,7 +36,7 @@ class Provider:
     notes: dict[str, Any] = field(default_factory=dict)  # what the tests expect of it
 
 
-class ProviderServer:
+class ProviderServer(LocalEndpoint):
     def __init__(self, provider: Provider) -> None:
         self.provider = provider
         self.requests: list[dict[str, Any]] = []
@@ -88,21 +90,7 @@ class ProviderServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
-
-    def __enter__(self) -> ProviderServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(Handler)
 
 
 def stream_chunks(

@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from cuda_agent.agent.local_endpoint import LocalEndpoint
 from cuda_agent.agent.models import estimate_tokens, scripted_turn
 
 
-class ReplayServer:
+class ReplayServer(LocalEndpoint):
     def __init__(self, turns: list[dict[str, Any]], fail_first: int = 0) -> None:
         self.turns = list(turns)
         self.requests: list[dict[str, Any]] = []
@@ -39,21 +40,7 @@ class ReplayServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
-
-    def __enter__(self) -> ReplayServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(Handler)
 
     def respond(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         if not path.rstrip("/").endswith("/chat/completions"):

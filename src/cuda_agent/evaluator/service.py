@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from cuda_agent.core import secret
-from cuda_agent.core.sockets import read_line
+from cuda_agent.core.sockets import SHUTDOWN_POLL_S, read_line
 from cuda_agent.core.types import EvalResult, Problem, Solution
 from cuda_agent.evaluator.prewarm import prewarm
 
@@ -190,7 +190,7 @@ class EvalService:
 
     def serve_forever(self) -> None:
         assert self._server is not None
-        self._server.serve_forever(poll_interval=0.5)
+        self._server.serve_forever(poll_interval=SHUTDOWN_POLL_S)
 
     def shutdown(self) -> None:
         if self._server is not None:
