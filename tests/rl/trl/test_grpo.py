@@ -172,8 +172,10 @@ def test_grpo_step_random_model_every_reward_is_the_evaluators_minus_one(
     step = last_step(result)
     assert step["rewards/CountingEnv/mean"] == -1.0 and step["rewards/CountingEnv/std"] == 0.0
     assert math.isfinite(result["loss"]) and math.isfinite(step["loss"])
-    # Equal rewards in the group: zero advantages, zero gradient, no update (GRPO as intended).
+    # Equal rewards in the group: zero advantages, zero gradient, no update (GRPO as intended);
+    # the micro-batch's forward and backward are skipped (rl/trl/flat_groups.py)
     assert step["frac_reward_zero_std"] == 1.0 and step["grad_norm"] == 0.0
+    assert step["flat_share"] == 1.0 and result["per_step"][0]["flat_share"] == 1.0
     assert result["changed_params"] is False
     assert list((tmp_path / "run" / "episodes").iterdir()) == []  # episodes cleaned up
 
@@ -223,6 +225,7 @@ def test_grpo_step_tool_call_reward_from_the_evaluator_moves_the_weights(
     # correct: 1, or 2 / 3 when timing says it beats eager / torch.compile by 5%
     assert result["rewards"] == [solved.reward, -1.0] and solved.reward >= 1.0
     assert math.isfinite(result["loss"]) and step["grad_norm"] > 0.0
+    assert step["flat_share"] == 0.0  # a reward differs: the update ran
     assert result["changed_params"] is True
 
 

@@ -94,8 +94,9 @@ def run_grpo(
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory is experimental
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import GRPOConfig, GRPOTrainer  # type: ignore[import-untyped,unused-ignore]
+    from trl import GRPOConfig  # type: ignore[import-untyped,unused-ignore]
 
+    from cuda_agent.rl.trl.flat_groups import grpo_trainer_class
     from cuda_agent.rl.trl.step_log import STEPS_FILE, StepLog
 
     if steps < 1:
@@ -130,7 +131,7 @@ def run_grpo(
     # Episodes are cleaned up also when training fails; autograd is on whatever the caller's
     # global setting (the trainer relies on the default, and some code turns it off globally).
     with cleanup, torch.enable_grad():
-        trainer = GRPOTrainer(
+        trainer = grpo_trainer_class()(  # TRL's, skipping micro-batches with no signal
             model=model,
             args=GRPOConfig(**settings),
             train_dataset=build_dataset(problems, size),

@@ -149,8 +149,9 @@ def run_curriculum(
     import torch
     from datasets import Dataset  # type: ignore[import-untyped,unused-ignore]
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import GRPOConfig, GRPOTrainer  # type: ignore[import-untyped,unused-ignore]
+    from trl import GRPOConfig  # type: ignore[import-untyped,unused-ignore]
 
+    from cuda_agent.rl.trl.flat_groups import grpo_trainer_class
     from cuda_agent.rl.trl.guards import CollapseGuard, guard_callback
     from cuda_agent.rl.trl.settings import grpo_settings
     from cuda_agent.rl.trl.step_log import STEPS_FILE, StepLog
@@ -198,7 +199,7 @@ def run_curriculum(
         reward = _reward_function(
             task, backend, options, scorer, step_log, rewards, out, jobs, verdicts, reward_scheme
         )
-        trainer = GRPOTrainer(
+        trainer = grpo_trainer_class()(  # TRL's, skipping micro-batches with no signal
             model=model,
             args=GRPOConfig(**settings),
             train_dataset=Dataset.from_list(rows),

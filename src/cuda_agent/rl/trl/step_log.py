@@ -16,7 +16,9 @@ callback closes the step when the trainer logs it and appends one JSON line to `
   step start until scoring started: prompt rendering, generation, decoding and, in agentic
   runs, the tool calls), ``evaluation`` (summed over the evaluator calls), ``update`` (the
   rest: log-probabilities, loss, backward, optimizer);
-* ``loss`` and ``grad_norm`` as the trainer logged them.
+* ``loss`` and ``grad_norm`` as the trainer logged them;
+* ``flat_share``: the share of the step's micro-batches whose advantages were all 0 and whose
+  forward and backward were skipped (``rl.trl.flat_groups``; ``None`` from another trainer).
 
 What it does not do: time anything inside TRL (the split is by wall clock around the reward
 side, one generation per step as our runs are configured), or aggregate across processes.
@@ -30,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from transformers import TrainerCallback
+
+from cuda_agent.rl.trl.flat_groups import FLAT_METRIC
 
 STEPS_FILE = "steps.jsonl"
 
@@ -117,6 +121,7 @@ class StepLog(TrainerCallback):  # type: ignore[misc,unused-ignore]
         entry["num_tokens"] = logs.get("num_tokens")
         entry["loss"] = logs.get("loss")
         entry["grad_norm"] = logs.get("grad_norm")
+        entry["flat_share"] = logs.get(FLAT_METRIC)
         self.steps.append(entry)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "a", encoding="utf-8") as handle:
