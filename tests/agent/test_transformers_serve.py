@@ -114,7 +114,7 @@ def _wait_healthy(url: str, process: subprocess.Popen[bytes], log_path: Path) ->
                 if response.status == 200:
                     return
         except OSError:
-            time.sleep(0.5)
+            time.sleep(0.1)
     pytest.fail(f"transformers serve did not start in {START_TIMEOUT_S} s")
 
 

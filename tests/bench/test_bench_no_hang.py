@@ -19,6 +19,7 @@ when no result arrives for a while, with every thread's stack (SIGABRT with
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -146,7 +147,8 @@ def _watch(proc: subprocess.Popen[bytes], run: Path, log: Path) -> None:
     start = last_change = time.monotonic()
     seen = 0
     while proc.poll() is None:
-        time.sleep(1.0)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=1.0)  # back at once when the run ends
         now = time.monotonic()
         count = _results(run)
         if count != seen:

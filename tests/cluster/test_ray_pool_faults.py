@@ -128,7 +128,7 @@ def test_a_killed_actor_is_replaced_and_the_job_retried(pool, how: str, tmp_path
     assert pool.actor_where(0)["pid"] != first_pid
     deadline = time.monotonic() + 300  # the dead actor's watcher kills it at once
     while any(alive(p) for p in victims) and time.monotonic() < deadline:
-        time.sleep(0.5)
+        time.sleep(0.1)
     assert not any(alive(p) for p in victims), "the dead actor's evaluation process lives on"
     again = pool.submit(EvalJob(problem, solution, options)).result(timeout=600)
     assert again.correct and again.details.pool_attempts == 1

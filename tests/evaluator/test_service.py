@@ -57,7 +57,7 @@ def test_a_ready_spare_is_reported_and_taken_without_waiting(service: EvalServic
     deadline = time.monotonic() + 180
     info = service_info()
     while info is not None and info["spares_ready"] < 1 and time.monotonic() < deadline:
-        time.sleep(0.5)
+        time.sleep(0.1)
         info = service_info()
     assert info is not None and info["spares"] >= 1 and info["spares_ready"] >= 1, info
     problem = resolve_problem("relu", "small")
@@ -133,7 +133,7 @@ def test_the_serve_command_stops_on_sigterm(tmp_path: Path) -> None:
         while service_info(tmp_path / "serve.sock") is None:
             assert server.poll() is None, server.communicate()[1]
             assert time.monotonic() < deadline, "the service never answered"
-            time.sleep(0.5)
+            time.sleep(0.1)
         server.send_signal(signal.SIGTERM)
         _, stderr = server.communicate(timeout=30)
     finally:
