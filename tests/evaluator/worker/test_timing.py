@@ -188,23 +188,21 @@ def test_the_stop_test_reads_running_moments_not_the_full_statistics(
         return full(samples)
 
     monkeypatch.setattr(timing.SampleStats, "of", staticmethod(counted))
-    never = TimingOptions(
-        warmup_ms=0.0, warmup_calls=1, min_rounds=10, max_rounds=400, max_seconds=600.0,
-        target_rse=0.0, input_sets=2, check_fraction=0.0, flush_cache=False,
-    )  # fmt: skip
-    outcome = time_interleaved(
-        double, double, sets(), CpuDevice(), never, 0.0, 0.0, random.Random(0)
-    )
+
+    def run(target_rse: float) -> timing.TimingOutcome:
+        options = TimingOptions(
+            warmup_ms=0.0, warmup_calls=1, min_rounds=10, max_rounds=400, max_seconds=600.0,
+            target_rse=target_rse, input_sets=2, check_fraction=0.0, flush_cache=False,
+        )  # fmt: skip
+        return time_interleaved(
+            double, double, sets(), CpuDevice(), options, 0.0, 0.0, random.Random(0)
+        )
+
+    outcome = run(target_rse=0.0)  # never converges
     assert outcome.stop_reason == "max_rounds" and outcome.rounds == 400
     assert computed == [400, 400]
     assert outcome.candidate is not None and outcome.candidate.n == 400
     computed.clear()
-    loose = TimingOptions(
-        warmup_ms=0.0, warmup_calls=1, min_rounds=10, max_rounds=400, max_seconds=600.0,
-        target_rse=1e9, input_sets=2, check_fraction=0.0, flush_cache=False,
-    )  # fmt: skip
-    outcome = time_interleaved(
-        double, double, sets(), CpuDevice(), loose, 0.0, 0.0, random.Random(0)
-    )
+    outcome = run(target_rse=1e9)  # converges as soon as it may
     assert outcome.stop_reason == "converged" and outcome.rounds == 10
     assert computed == [10, 10]
