@@ -69,8 +69,14 @@ class SampleStats:
             p75_us=quart[2],
             min_us=min(samples),
             n=n,
-            rse=(std / math.sqrt(n) / mean) if mean > 0 and n > 1 else math.inf,
+            rse=relative_standard_error(std, mean, n),
         )
+
+
+def relative_standard_error(std: float, mean: float, n: int) -> float:
+    """The standard error of the mean over the mean: infinite below two samples or for a mean
+    of zero or less (the stop test waits for more rounds)."""
+    return std / math.sqrt(n) / mean if mean > 0 and n > 1 else math.inf
 
 
 class RunningMoments:
@@ -91,12 +97,8 @@ class RunningMoments:
 
     @property
     def rse(self) -> float:
-        """The relative standard error of the mean (infinite below two samples or a mean of
-        zero or less, as in ``SampleStats``)."""
-        if self.n < 2 or self.mean <= 0:
-            return math.inf
-        std = math.sqrt(max(self._squares, 0.0) / (self.n - 1))
-        return std / math.sqrt(self.n) / self.mean
+        std = math.sqrt(max(self._squares, 0.0) / (self.n - 1)) if self.n > 1 else 0.0
+        return relative_standard_error(std, self.mean, self.n)
 
 
 @dataclass
@@ -135,8 +137,7 @@ def time_interleaved(
     factors = Factors(rng)
     start = time.monotonic()
     _warm_up(candidate, reference, input_sets, device, opts, factors)
-    samples_c: list[float] = []
-    samples_r: list[float] = []
+    samples: dict[str, list[float]] = {"cand": [], "ref": []}
     moments = {"cand": RunningMoments(), "ref": RunningMoments()}
     round_no = 0
     while True:
@@ -151,7 +152,7 @@ def time_interleaved(
                 device.flush_cache()
             device.synchronize()
             elapsed, out = device.time_call(functools.partial(fn, args))
-            (samples_c if side == "cand" else samples_r).append(elapsed)
+            samples[side].append(elapsed)
             moments[side].add(elapsed)
             if check:
                 results[side] = out
@@ -186,9 +187,9 @@ def time_interleaved(
         _tampered(after_call, True, outcome)
     outcome.rounds = round_no
     outcome.seconds = time.monotonic() - start
-    if samples_c and samples_r:
-        outcome.candidate = SampleStats.of(samples_c)
-        outcome.reference = SampleStats.of(samples_r)
+    if samples["cand"] and samples["ref"]:
+        outcome.candidate = SampleStats.of(samples["cand"])
+        outcome.reference = SampleStats.of(samples["ref"])
     return outcome
 
 
