@@ -149,11 +149,9 @@ def run_worker(
     ``asan``: the worker runs under AddressSanitizer (``asan.py``; never a spare).
     """
     env = env or worker_env()
-    use_spare = spares is not None and not prefix and asan is None
-    if spares is not None and use_spare:  # (mypy: use_spare implies spares)
-        handle = spares.take(
-            request.settings.backend, env, sandboxed, spare_depth, allow_unsandboxed
-        )
+    pool = spares if not prefix and asan is None else None  # the spares this worker may take
+    if pool is not None:
+        handle = pool.take(request.settings.backend, env, sandboxed, spare_depth, allow_unsandboxed)
     else:
         handle = spawn_worker(
             request.settings.backend,
@@ -181,7 +179,7 @@ def run_worker(
     outcome = WorkerOutcome(
         record=None,
         isolation=handle.isolation,
-        source="spare" if use_spare else "fresh",
+        source="spare" if pool is not None else "fresh",
         ready_after_s=0.0 if handle.ready else None,
         forked=isinstance(proc, ForkedWorker),
         host_memory_cap=host_memory_cap,
