@@ -19,7 +19,6 @@ from cuda_agent.core.records import EvaluationRecord, StageError, parse_stage_er
 
 BACKENDS = ("cpu", "cuda")
 BASELINES = ("eager", "compile")
-STAGES = ("static", "build", "load", "verify", "time", "baseline", "internal")
 
 
 @dataclass(frozen=True)
