@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 PROBE = """
 import gc, json
 from cuda_agent.core.startup import without_collection
@@ -34,3 +36,24 @@ def test_the_collector_is_off_inside_then_on_with_the_imports_frozen() -> None:
     assert state["before"] and not state["during"] and state["after"]
     assert state["frozen"] >= 1000  # the block's objects are in the permanent generation
     assert state["stays_off"]  # a collector the caller had turned off is left off
+
+
+TRAINERS = """
+import gc, json, sys
+from cuda_agent.rl.trl import import_trainers
+
+import_trainers()
+print(json.dumps({"on": gc.isenabled(), "frozen": gc.get_freeze_count(),
+                  "loaded": [m in sys.modules for m in ("torch", "transformers", "trl")]}))
+"""
+
+
+def test_a_training_command_imports_its_trainers_without_collections_then_freezes() -> None:
+    pytest.importorskip("trl")
+    done = subprocess.run(
+        [sys.executable, "-c", TRAINERS], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    state = json.loads(done.stdout)
+    assert state["on"] and state["loaded"] == [True, True, True]
+    assert state["frozen"] > 100_000  # torch, transformers and TRL's objects: not walked again

@@ -153,10 +153,14 @@ def _write_datasets(resolved: Plan) -> None:
 
 
 def _need_trl(stage: str) -> None:
+    """TRL is installed (else one line naming the install), and its trainers are imported."""
     if importlib.util.find_spec("trl") is None:
         raise CudaAgentError(
             f"stage {stage} runs on TRL, which is not installed here (pip install trl)"
         )
+    from cuda_agent.rl.trl import import_trainers
+
+    import_trainers()
 
 
 def _run_curriculum_rft(resolved: Plan) -> None:
