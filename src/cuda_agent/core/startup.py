@@ -16,7 +16,7 @@ are handed back (``gc.unfreeze``), so the interpreter's last collection sees the
 have.
 
 A training command asks too, for its trainers' imports (``rl.trl.import_trainers``: torch,
-transformers, datasets and TRL, about 0.9 s of CPU less).
+transformers, datasets and TRL, about 0.3 s of CPU less).
 
 What it does not do: change the thresholds, or touch a process that did not ask (the CLI's
 other commands, the service, a test process importing the harness keep the default collector).
