@@ -23,8 +23,9 @@ from tests.helpers import fast_options
 pytestmark = pytest.mark.slow
 ray = pytest.importorskip("ray")
 
-# While the file HANG exists, the first forward call says so (HUNG) and hangs: the job is then
-# surely in the middle of its evaluation, and an orphaned worker would live on for minutes.
+# While the file HANG exists, the first forward call says so (HUNG, with its process id) and
+# hangs: the job is then surely in the middle of its evaluation, and an orphaned worker would
+# live on for minutes.
 HANGING_RELU = """
 import os
 import time
@@ -40,7 +41,9 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         if os.path.exists(HANG):
-            open(HUNG, "w").close()
+            with open(HUNG + ".tmp", "w") as note:
+                note.write(str(os.getpid()))
+            os.rename(HUNG + ".tmp", HUNG)
             time.sleep(300)
         return torch.relu(x)
 """
@@ -56,23 +59,6 @@ def pool() -> Iterator:
     finally:
         pool.close()
         ray.shutdown()
-
-
-def children(pid: int) -> list[int]:
-    """Evaluation worker processes whose parent is ``pid``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        if ppid == pid and b"cuda_agent.evaluator.worker" in cmdline:
-            found.append(int(entry.name))
-    return found
 
 
 def alive(pid: int) -> bool:
@@ -92,7 +78,7 @@ def kill_when_hung(pool, how: str, hang: Path, hung: Path, victims: list[int]) -
             time.sleep(0.05)
         index = pool.busy_actors()[0]
         pid = pool.actor_where(index)["pid"]
-        victims.extend(children(pid))
+        victims.append(int(hung.read_text()))  # the hung evaluation process
         if how == "signal":
             os.kill(pid, signal.SIGKILL)
         else:
@@ -120,7 +106,7 @@ def test_a_killed_actor_is_replaced_and_the_job_retried(pool, how: str, tmp_path
     killer = kill_when_hung(pool, how, hang, hung, victims)
     result = pool.submit(EvalJob(problem, solution, options)).result(timeout=600)
     killer.join(timeout=5)
-    assert len(victims) == 1, victims  # the hung evaluation process
+    assert len(victims) == 1 and victims[0] != first_pid, victims
     assert result.correct, result.error
     assert result.details.pool_attempts == 2
     assert pool.actor_restarts == restarts + 1

@@ -189,12 +189,13 @@ def _fork_worker(
 
 # variables a template's imports never read and each worker gets its own value of: the GPU a
 # pool pins (CUDA reads it when the worker creates its context, after the fork), pytest's
-# per-test marker, and our own settings (``CUDA_AGENT_*``: the cache, the isolation mode...),
-# which only our Python code reads, at run time, from the environment the order gives the
-# worker (the template replaces its whole environment before anything runs). Workers that
-# differ only in these share a template. Anything else (``OMP_*``, ``LD_*``, ``PYTHON*``,
-# ``ASAN_OPTIONS``...) may be read when a library loads, in the template: a new one.
-PER_WORKER_VARIABLES = ("CUDA_VISIBLE_DEVICES", "PYTEST_CURRENT_TEST")
+# per-test marker and xdist's worker name, and our own settings (``CUDA_AGENT_*``: the cache,
+# the isolation mode...), which only our Python code reads, at run time, from the environment
+# the order gives the worker (the template replaces its whole environment before anything
+# runs). Workers that differ only in these share a template. Anything else (``OMP_*``,
+# ``LD_*``, ``PYTHON*``, ``ASAN_OPTIONS``...) may be read when a library loads, in the
+# template: a new one.
+PER_WORKER_VARIABLES = ("CUDA_VISIBLE_DEVICES", "PYTEST_CURRENT_TEST", "PYTEST_XDIST_WORKER")
 OUR_PREFIX = "CUDA_AGENT_"
 
 

@@ -1,11 +1,13 @@
 """Workers forked from a template process: a worker's start-up paid once, not per evaluation.
 
 ``worker_templates()`` keeps one template (``evaluator/worker/template.py``) per backend and
-worker environment, started on first use. ``Template.fork`` sends it an order (the worker's
-folder, environment and confinement plan, with its stdin, result pipe, stdout and stderr as
-file descriptors) and returns a ``ForkedWorker``, which the pool treats as it treats a
-``subprocess.Popen``: ``pid`` (its own process group), ``stdin``, ``poll``, ``wait``,
-``returncode``. Exit statuses come from the template, which is the worker's parent.
+worker environment, started on first use: a connection to the template this cache shares
+across commands (``shared_template.py``), or where it cannot be shared, a private child.
+``Template.fork`` sends it an order (the worker's folder, environment and confinement plan,
+with its stdin, result pipe, stdout and stderr as file descriptors) and returns a
+``ForkedWorker``, which the pool treats as it treats a ``subprocess.Popen``: ``pid`` (its own
+process group), ``stdin``, ``poll``, ``wait``, ``returncode``. Exit statuses come from the
+template, which is the worker's parent.
 
 Used where a worker confines itself (``confine`` mode: user, Landlock, network namespace) or is
 not confined (``none``); a bubblewrapped worker is a sandbox of its own and is still started
@@ -32,12 +34,17 @@ import logging
 import os
 import socket
 import subprocess
-import sys
 import threading
 import time
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Protocol
+
+from cuda_agent.evaluator.launch.shared_template import (
+    connect,
+    shared_socket,
+    start_template_process,
+)
 
 log = logging.getLogger(__name__)
 
@@ -99,28 +106,27 @@ class ForkedWorker:
 class Template:
     """One template process and the orders sent to it (thread-safe)."""
 
-    def __init__(self, backend: str, env: dict[str, str], log_path: Path) -> None:
+    def __init__(
+        self, backend: str, env: dict[str, str], log_path: Path, shared: Path | None = None
+    ) -> None:
+        """Start a private template (a child of this process), or with ``shared`` connect to
+        the shared one listening there, started now if none is (``shared_template.py``;
+        ``OSError`` where neither works)."""
         self.backend = backend
-        parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(log_path, "ab") as log_file:
-            self._proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "cuda_agent.evaluator.worker.template",
-                    f"--control-fd={child_end.fileno()}",
-                ],
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=log_file,
-                pass_fds=(child_end.fileno(),),
-                start_new_session=True,
-                cwd=str(log_path.parent),
+        self._proc: subprocess.Popen[bytes] | None = None
+        if shared is not None:
+            self._ctl = connect(shared, env, log_path)
+        else:
+            parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            self._proc = start_template_process(
+                [f"--control-fd={child_end.fileno()}"],
+                child_end.fileno(),
+                env,
+                log_path,
+                cwd=log_path.parent,
             )
-        child_end.close()
-        self._ctl = parent_end
+            child_end.close()
+            self._ctl = parent_end
         self._ids = itertools.count(1)
         self._pending: dict[int, Future[dict[str, Any]]] = {}
         self._workers: dict[int, ForkedWorker] = {}
@@ -132,12 +138,19 @@ class Template:
         self._reader.start()
 
     @property
+    def shared(self) -> bool:
+        """Whether this is a connection to a shared template (not a child of this process)."""
+        return self._proc is None
+
+    @property
     def pid(self) -> int:
         """The template's process id: the parent of every worker it forks."""
-        return self._proc.pid
+        if self._proc is not None:
+            return self._proc.pid
+        return int(self.wait_ready()["pid"])
 
     def alive(self) -> bool:
-        return self._proc.poll() is None and self._reader.is_alive()
+        return (self._proc is None or self._proc.poll() is None) and self._reader.is_alive()
 
     def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> dict[str, Any]:
         """The template's greeting, once it is ready (``TemplateUnavailable``: it never was)."""
@@ -208,11 +221,15 @@ class Template:
         return worker, result_read
 
     def close(self) -> None:
-        """Stop the template; it kills the workers it forked as it goes."""
+        """Stop the template (a shared one: leave it), which kills the workers forked for this
+        process as it goes."""
         with contextlib.suppress(OSError):
             self._ctl.shutdown(socket.SHUT_RDWR)
         with contextlib.suppress(OSError):
             self._ctl.close()
+        if self._proc is None:
+            self._reader.join(timeout=30)
+            return
         try:
             self._proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
@@ -276,12 +293,22 @@ class Templates:
                 template.close()
                 template = None
             if template is None:
-                digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-                template = Template(backend, env, self.root / f"template-{digest}" / "log")
+                template = self._start(backend, env, key)
             self._templates[key] = template
             while len(self._templates) > self.max_templates:
                 self._templates.pop(next(iter(self._templates))).close()
         return template
+
+    def _start(self, backend: str, env: dict[str, str], key: str) -> Template:
+        """The shared template for ``key`` where it can be shared, else a private one."""
+        path = shared_socket(key)
+        if path is not None:
+            try:
+                return Template(backend, env, path.with_suffix(".log"), shared=path)
+            except Exception as err:  # a private template does the same work
+                log.warning("no shared worker template (%s): starting a private one", err)
+        digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        return Template(backend, env, self.root / f"template-{digest}" / "log")
 
     def close(self) -> None:
         with self._lock:

@@ -26,6 +26,12 @@ refuses cuda orders, and the parent then starts those workers the ordinary way. 
 every child's exit status (the parent is not the child's parent), and when its control socket
 closes (the parent is gone) it kills its children's process groups and exits.
 
+A shared template (``--listen-fd``, started by ``evaluator/launch/shared_template.py``) does
+the same for every command of a cache: it reads its token on stdin, leaves its starter (a
+fork; the starter exits), and serves each connection that shows the token as it would serve
+its one parent, until it has been idle for ``--idle-s`` seconds (``Listening``). A
+connection's workers are killed when that connection closes.
+
 What it does not do: bubblewrap (each bubblewrapped worker is a sandbox of its own, started by
 the parent), or anything a worker does once it has its request (``__main__.serve``).
 """
@@ -34,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import hmac
 import json
 import os
 import select
@@ -41,6 +48,7 @@ import signal
 import socket
 import sys
 import tempfile
+import time
 import traceback
 from typing import Any
 
@@ -103,27 +111,40 @@ def _exit_code(status: int) -> int:
     return os.waitstatus_to_exitcode(status)
 
 
-def _reap(children: set[int], ctl: socket.socket) -> None:
-    while children:
+def _reap(owners: dict[int, socket.socket]) -> None:
+    """Collect the children that exited and tell the connection that ordered each."""
+    while owners:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            children.clear()
+            owners.clear()
             return
         if pid == 0:
             return
-        children.discard(pid)
-        _send(ctl, {"exit": pid, "status": _exit_code(status)})
+        owner = owners.pop(pid, None)
+        if owner is not None:
+            _send(owner, {"exit": pid, "status": _exit_code(status)})
+
+
+def _kill_groups(pids: list[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
 
 
 def _child(
-    order: dict[str, Any], fds: list[int], ctl: socket.socket, wakeup: int, session: int
+    order: dict[str, Any],
+    fds: list[int],
+    sockets: list[socket.socket],
+    wakeup: int,
+    session: int,
 ) -> None:
     """The forked worker: becomes what ``python -m cuda_agent.evaluator.worker`` would be
     after its imports, confined, then serves its one request. Never returns. ``session`` is
     written once the child leads its own session: only then may anyone kill it by group."""
     try:
-        ctl.close()
+        for sock in sockets:  # the template's own: closed as objects, not just as fds
+            sock.close()
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         os.close(wakeup)
@@ -165,64 +186,201 @@ def _child(
     os._exit(0)
 
 
-def serve_orders(ctl: socket.socket, cuda_ok: bool = True, asan: bool = False) -> None:
-    """Fork a worker per order until the control socket closes; report their exits.
-    ``cuda_ok``: whether forked children can start CUDA (``cuda_forks_work``); ``asan``:
-    whether AddressSanitizer's runtime is loaded here (orders with a report path need it)."""
-    children: set[int] = set()
+class Listening:
+    """A shared template's listening socket (``--listen-fd``): who may connect, and when to
+    stop. A connection's first message must carry ``token`` (the harness derives it from its
+    secret key; a sandboxed process cannot); the template exits once it has had no connection
+    and no child for ``idle_s`` seconds, or when its socket's path no longer names it (the
+    cache was cleared), under the lock the clients take to connect (``lock_path``), so a client
+    that connected just then is served, not dropped."""
+
+    def __init__(self, sock: socket.socket, token: str, idle_s: float, lock_path: str) -> None:
+        self.sock = sock
+        self.token = token
+        self.idle_s = idle_s
+        self.lock_path = lock_path
+        self.path = str(sock.getsockname())
+        self.inode = os.stat(self.path).st_ino
+
+    def accepts(self, data: bytes) -> bool:
+        try:
+            token = json.loads(data).get("token")
+        except (ValueError, AttributeError):
+            return False
+        return isinstance(token, str) and hmac.compare_digest(token, self.token)
+
+    def moved(self) -> bool:
+        try:
+            return os.stat(self.path).st_ino != self.inode
+        except OSError:
+            return True
+
+    def try_close(self) -> bool:
+        """Stop listening if no client is connecting: True when closed (the path removed)."""
+        import fcntl
+
+        try:
+            lock = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError:
+            lock = -1
+        try:
+            if lock >= 0:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            ready, _, _ = select.select([self.sock.fileno()], [], [], 0)
+            if ready:
+                return False  # a client connected meanwhile: serve it
+            if not self.moved():
+                with contextlib.suppress(OSError):
+                    os.unlink(self.path)
+            self.sock.close()
+            return True
+        finally:
+            if lock >= 0:
+                os.close(lock)
+
+
+def serve_orders(
+    ctl: socket.socket | None,
+    cuda_ok: bool = True,
+    asan: bool = False,
+    listening: Listening | None = None,
+    hello: dict[str, Any] | None = None,
+) -> None:
+    """Fork a worker per order; report each worker's exit to the connection that ordered it.
+
+    A private template (``ctl``) serves its one parent until that connection closes. A shared
+    one (``listening``) accepts connections, greets each that shows the token with ``hello``,
+    and serves them until it is idle (``Listening``). When a connection closes, the workers it
+    ordered are killed, as a private template's are when its parent goes. ``cuda_ok``: whether
+    forked children can start CUDA (``cuda_forks_work``); ``asan``: whether AddressSanitizer's
+    runtime is loaded here (orders with a report path need it)."""
+    owners: dict[int, socket.socket] = {}  # child pid -> the connection that ordered it
+    live: dict[int, socket.socket] = {} if ctl is None else {ctl.fileno(): ctl}
+    trusted: set[int] = set(live)
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)
     signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes the select below
+    idle_since = time.monotonic()
+
+    def drop(fd: int) -> None:
+        conn = live.pop(fd)
+        trusted.discard(fd)
+        _kill_groups([pid for pid, owner in owners.items() if owner is conn])
+        conn.close()
+
     try:
         while True:
-            ready, _, _ = select.select([ctl.fileno(), wake_read], [], [])
+            watch = [*live, wake_read]
+            if listening is not None:
+                watch.append(listening.sock.fileno())
+            ready, _, _ = select.select(watch, [], [], None if listening is None else 1.0)
             if wake_read in ready:
                 with contextlib.suppress(BlockingIOError):
                     os.read(wake_read, 4096)
-                _reap(children, ctl)
-            if ctl.fileno() not in ready:
-                continue
-            data, fds, _flags, _addr = socket.recv_fds(ctl, MAX_ORDER_BYTES, FDS_PER_ORDER)
-            if not data:
-                return  # the parent is gone
-            order = json.loads(data)
-            reply = {"id": order.get("id")}
-            if len(fds) != FDS_PER_ORDER:
-                reply["error"] = f"an order needs {FDS_PER_ORDER} file descriptors"
-            elif order.get("backend") == "cuda" and not cuda_ok:
-                reply["error"] = "a child of the template cannot start CUDA"
-            elif order.get("report_path") and not asan:
-                reply["error"] = "the template does not run under AddressSanitizer"
-            else:
-                sys.stdout.flush()
-                sys.stderr.flush()
-                session_read, session_write = os.pipe()
-                pid = os.fork()
-                if pid == 0:
-                    os.close(session_read)
-                    _child(order, fds, ctl, wake_read, session_write)
-                os.close(session_write)
-                os.read(session_read, 1)  # the child leads its own group now (or is dead)
-                os.close(session_read)
-                children.add(pid)
-                reply["pid"] = pid
-            for fd in fds:
-                os.close(fd)
-            _send(ctl, reply)
-            _reap(children, ctl)
+                _reap(owners)
+            if listening is not None:
+                if listening.sock.fileno() in ready:
+                    with contextlib.suppress(OSError):
+                        conn, _ = listening.sock.accept()
+                        live[conn.fileno()] = conn
+                if live or owners:
+                    idle_since = time.monotonic()
+                elif (
+                    time.monotonic() - idle_since >= listening.idle_s or listening.moved()
+                ) and listening.try_close():
+                    return
+            for fd in [fd for fd in ready if fd in live]:
+                conn = live[fd]
+                try:
+                    data, fds, _flags, _addr = socket.recv_fds(conn, MAX_ORDER_BYTES, FDS_PER_ORDER)
+                except OSError:
+                    data, fds = b"", []
+                if not data:
+                    for extra in fds:
+                        os.close(extra)
+                    drop(fd)
+                    if listening is None:
+                        return  # the parent is gone
+                    continue
+                if fd not in trusted:
+                    for extra in fds:
+                        os.close(extra)
+                    if listening is not None and listening.accepts(data):
+                        trusted.add(fd)
+                        _send(conn, hello or {"ready": True})
+                    else:
+                        drop(fd)
+                    continue
+                own = [*live.values()] + ([listening.sock] if listening is not None else [])
+                _send(conn, _order(data, fds, own, wake_read, owners, conn, cuda_ok, asan))
+                _reap(owners)
     finally:
-        for pid in children:
-            with contextlib.suppress(OSError):
-                os.killpg(pid, signal.SIGKILL)
+        _kill_groups(list(owners))
+
+
+def _order(
+    data: bytes,
+    fds: list[int],
+    own: list[socket.socket],
+    wake_read: int,
+    owners: dict[int, socket.socket],
+    conn: socket.socket,
+    cuda_ok: bool,
+    asan: bool,
+) -> dict[str, Any]:
+    """Carry out one order (fork a worker) and return the reply; the order's fds are closed."""
+    order = json.loads(data)
+    reply: dict[str, Any] = {"id": order.get("id")}
+    if len(fds) != FDS_PER_ORDER:
+        reply["error"] = f"an order needs {FDS_PER_ORDER} file descriptors"
+    elif order.get("backend") == "cuda" and not cuda_ok:
+        reply["error"] = "a child of the template cannot start CUDA"
+    elif order.get("report_path") and not asan:
+        reply["error"] = "the template does not run under AddressSanitizer"
+    else:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        session_read, session_write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(session_read)
+            _child(order, fds, own, wake_read, session_write)
+        os.close(session_write)
+        os.read(session_read, 1)  # the child leads its own group now (or is dead)
+        os.close(session_read)
+        owners[pid] = conn
+        reply["pid"] = pid
+    for fd in fds:
+        os.close(fd)
+    return reply
 
 
 def main(argv: list[str]) -> int:
-    option = next((a for a in argv if a.startswith("--control-fd=")), None)
-    if option is None:
-        sys.stderr.write("usage: python -m cuda_agent.evaluator.worker.template --control-fd=N\n")
+    options = dict(a[2:].split("=", 1) for a in argv if a.startswith("--") and "=" in a)
+    listening: Listening | None = None
+    ctl: socket.socket | None = None
+    if "control-fd" in options:
+        ctl = socket.socket(fileno=int(options["control-fd"]))
+    elif "listen-fd" in options and "lock" in options:
+        # shared (``evaluator/launch/shared_template.py``): the token comes on stdin, then the
+        # template leaves its starter (a child of init, not of the command that started it)
+        token = sys.stdin.readline().strip()
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)  # sys.stdin stays open: a forked worker reads its request there
+        os.close(devnull)
+        if os.fork() > 0:
+            os._exit(0)
+        os.setsid()
+        sock = socket.socket(fileno=int(options["listen-fd"]))
+        idle_s = float(options.get("idle-s", "30"))
+        listening = Listening(sock, token, idle_s, options["lock"])
+    else:
+        sys.stderr.write(
+            "usage: python -m cuda_agent.evaluator.worker.template --control-fd=N\n"
+            "   or: ... --listen-fd=N --lock=PATH [--idle-s=S] (token on stdin)\n"
+        )
         return 2
-    ctl = socket.socket(fileno=int(option.split("=", 1)[1]))
     from cuda_agent.core.startup import without_collection
 
     with without_collection():  # the imports every fork shares, frozen (core/startup.py)
@@ -231,8 +389,10 @@ def main(argv: list[str]) -> int:
         warm_imports()
     cuda_ok = cuda_forks_work()
     asan = asan_loaded()
-    _send(ctl, {"ready": True, "pid": os.getpid(), "cuda_forks": cuda_ok, "asan": asan})
-    serve_orders(ctl, cuda_ok, asan)
+    hello = {"ready": True, "pid": os.getpid(), "cuda_forks": cuda_ok, "asan": asan}
+    if ctl is not None:
+        _send(ctl, hello)
+    serve_orders(ctl, cuda_ok, asan, listening, {**hello, "shared": True})
     return 0
 
 
