@@ -2,10 +2,10 @@
 
 A template (``evaluator/worker/template.py``) imports Python, torch, dynamo and the harness
 (about 3 s of CPU) and then forks workers. Each command that evaluates used to start its own
-(the CLI's ``eval``, ``verify``, ``profile``, an agent's tool calls, a benchmark): the same
+(the CLI's ``eval``, ``verify``, ``profile``, a benchmark, a service): the same
 seconds again for every command. Here a template is started once per (backend, worker
 environment, code) and left running, listening on a Unix socket in the cache's secret folder,
-until it has had no connection and no worker for ``CUDA_AGENT_TEMPLATE_IDLE_S`` seconds (30
+until it has had no connection and no worker for ``CUDA_AGENT_TEMPLATE_IDLE_S`` seconds (60
 by default); the next command connects to it instead of starting its own.
 
 Why this does not weaken isolation:
@@ -47,7 +47,7 @@ from cuda_agent.core.paths import package_root
 
 SHARED_ENV = "CUDA_AGENT_SHARED_TEMPLATES"  # "0": every process starts its own templates
 IDLE_ENV = "CUDA_AGENT_TEMPLATE_IDLE_S"
-DEFAULT_IDLE_S = 30.0
+DEFAULT_IDLE_S = 60.0
 MAX_SOCKET_PATH = 107  # sun_path's 108 bytes, its terminating NUL included
 
 
