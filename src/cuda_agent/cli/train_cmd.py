@@ -152,8 +152,9 @@ def _write_datasets(resolved: Plan) -> None:
         err_console.print(f"verl dataset: {rows} problems from {source['problems']} -> {path}")
 
 
-def _need_trl(stage: str) -> None:
-    """TRL is installed (else one line naming the install), and its trainers are imported."""
+def _import_trl(stage: str) -> None:
+    """Import TRL's trainers (``import_trainers``), or one line naming the install where TRL
+    is missing."""
     if importlib.util.find_spec("trl") is None:
         raise CudaAgentError(
             f"stage {stage} runs on TRL, which is not installed here (pip install trl)"
@@ -164,7 +165,7 @@ def _need_trl(stage: str) -> None:
 
 
 def _run_curriculum_rft(resolved: Plan) -> None:
-    _need_trl(resolved.stage)
+    _import_trl(resolved.stage)
     from cuda_agent.rl.trl.curriculum_rft import run_rft_options
 
     def log(message: str) -> None:
@@ -181,7 +182,7 @@ def _run_curriculum_rft(resolved: Plan) -> None:
 
 
 def _run_grpo(resolved: Plan) -> None:
-    _need_trl(resolved.stage)
+    _import_trl(resolved.stage)
     options = dict(resolved.engine_options)
     options["out"] = Path(options["out"])
     if "task" in options:  # a rung of the curriculum: single-turn
