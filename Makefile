@@ -24,10 +24,12 @@ $(STAMP): pyproject.toml requirements.lock requirements-nodeps.lock
 	@# (pip unpacks on one core; about 15 s for the three against 22 s for one)
 	awk 'NR % 2 == 1' requirements.lock > $(VENV)/lock-half-1.txt
 	awk 'NR % 2 == 0' requirements.lock > $(VENV)/lock-half-2.txt
+	@# (each waited for, whichever fails: none is left running when the target stops)
 	$(BIN)/pip install --quiet --no-compile --no-deps -r requirements-nodeps.lock & parts=$$!; \
 	$(BIN)/pip install --quiet --no-compile --no-deps -r $(VENV)/lock-half-1.txt & half=$$!; \
-	$(BIN)/pip install --quiet --no-compile --no-deps -r $(VENV)/lock-half-2.txt \
-		&& wait $$half && wait $$parts
+	$(BIN)/pip install --quiet --no-compile --no-deps -r $(VENV)/lock-half-2.txt; second=$$?; \
+	wait $$half; first=$$?; wait $$parts; nodeps=$$?; \
+	test $$first = 0 && test $$second = 0 && test $$nodeps = 0
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	@# the byte code pip would have compiled one file at a time, on every core (like pip, a
 	@# file that does not compile, such as a package's Python 2 example, is left as it is),
