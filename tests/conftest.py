@@ -90,15 +90,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+# xdist groups handed out before the other slow tests: the real-model trainings (minutes of
+# Python and no compiler) start on one worker while the other builds the session's light
+# header index and base headers, which every early compiling test waits for; with a compiling
+# test first on both workers, one of them waited on the other's lock (about 15 s idle).
+FIRST_GROUPS = ("real_models",)
+
+
 def _slow_first(items: list[pytest.Item]) -> None:
-    """Tests marked ``slow`` first, each group in its collection order (a stable sort).
+    """Tests marked ``slow`` first (those of ``FIRST_GROUPS`` before the rest), each group in
+    its collection order (a stable sort).
 
     pytest-xdist hands out tests (an xdist group: where its first test is) in collection order,
     so the one- to four-minute tests start at once on every worker and the short ones fill in
     after them, instead of a long test starting last on one worker while the others idle
     (longest first: the classic balance).
     """
-    items.sort(key=lambda item: "slow" not in item.keywords)
+    items.sort(key=lambda item: ("slow" not in item.keywords, _group(item) not in FIRST_GROUPS))
+
+
+def _group(item: pytest.Item) -> str | None:
+    marker = item.get_closest_marker("xdist_group")
+    if marker is None:
+        return None
+    return str(marker.args[0] if marker.args else marker.kwargs.get("name"))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
