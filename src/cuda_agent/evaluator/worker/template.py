@@ -50,6 +50,7 @@ import sys
 import tempfile
 import time
 import traceback
+from pathlib import Path
 from typing import Any
 
 MAX_ORDER_BYTES = 1 << 22
@@ -216,27 +217,26 @@ class Listening:
             return True
 
     def try_close(self) -> bool:
-        """Stop listening if no client is connecting: True when closed (the path removed)."""
-        import fcntl
+        """Stop listening if no client is connecting: True when closed (the path removed).
+        Where the lock file cannot be opened, decides without it (as the template did before
+        clients took a lock)."""
+        from cuda_agent.evaluator.launch.shared_template import exclusive_lock
 
         try:
-            lock = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+            with exclusive_lock(Path(self.lock_path)):
+                return self._close_unless_connecting()
         except OSError:
-            lock = -1
-        try:
-            if lock >= 0:
-                fcntl.flock(lock, fcntl.LOCK_EX)
-            ready, _, _ = select.select([self.sock.fileno()], [], [], 0)
-            if ready:
-                return False  # a client connected meanwhile: serve it
-            if not self.moved():
-                with contextlib.suppress(OSError):
-                    os.unlink(self.path)
-            self.sock.close()
-            return True
-        finally:
-            if lock >= 0:
-                os.close(lock)
+            return self._close_unless_connecting()
+
+    def _close_unless_connecting(self) -> bool:
+        ready, _, _ = select.select([self.sock.fileno()], [], [], 0)
+        if ready:
+            return False  # a client connected meanwhile: serve it
+        if not self.moved():
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+        self.sock.close()
+        return True
 
 
 def serve_orders(
@@ -373,7 +373,9 @@ def main(argv: list[str]) -> int:
             os._exit(0)
         os.setsid()
         sock = socket.socket(fileno=int(options["listen-fd"]))
-        idle_s = float(options.get("idle-s", "30"))
+        from cuda_agent.evaluator.launch.shared_template import DEFAULT_IDLE_S
+
+        idle_s = float(options.get("idle-s", DEFAULT_IDLE_S))
         listening = Listening(sock, token, idle_s, options["lock"])
     else:
         sys.stderr.write(
