@@ -105,11 +105,12 @@ def connect(path: Path, env: dict[str, str], log_path: Path) -> socket.socket:
     """A connection to the template at ``path``, started now (with ``env``, its output to
     ``log_path``) if none listens there; its token already sent. ``OSError`` if neither works.
     The template's greeting (or its refusal) is the connection's first message."""
-    folder = path.parent  # in the secret folder, which the key's creation made (0700)
+    folder = path.parent
+    secret.secret_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
     folder.mkdir(mode=0o700, exist_ok=True)
     os.chmod(folder, 0o700)
     token = token_for(path)
-    with exclusive_lock(lock_path(path)):
+    with _locked(_lock_path(path)):
         conn = _try_connect(path)
         if conn is None:
             _start(path, env, log_path, token)
@@ -149,15 +150,12 @@ def start_template_process(
         )
 
 
-def lock_path(path: Path) -> Path:
-    """The lock a client holds while it connects to (or starts) the template at ``path``, and
-    the template while it decides to stop listening there."""
+def _lock_path(path: Path) -> Path:
     return path.with_suffix(".lock")
 
 
 @contextlib.contextmanager
-def exclusive_lock(path: Path) -> Iterator[None]:
-    """``flock`` on ``path`` (created ``0600``), held exclusively and waited for."""
+def _locked(path: Path) -> Iterator[None]:
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -189,7 +187,7 @@ def _start(path: Path, env: dict[str, str], log_path: Path, token: str) -> None:
         starter = start_template_process(
             [
                 f"--listen-fd={listener.fileno()}",
-                f"--lock={lock_path(path)}",
+                f"--lock={_lock_path(path)}",
                 f"--idle-s={idle_seconds()}",
             ],
             listener.fileno(),

@@ -50,7 +50,6 @@ import sys
 import tempfile
 import time
 import traceback
-from pathlib import Path
 from typing import Any
 
 MAX_ORDER_BYTES = 1 << 22
@@ -217,26 +216,27 @@ class Listening:
             return True
 
     def try_close(self) -> bool:
-        """Stop listening if no client is connecting: True when closed (the path removed).
-        Where the lock file cannot be opened, decides without it (as the template did before
-        clients took a lock)."""
-        from cuda_agent.evaluator.launch.shared_template import exclusive_lock
+        """Stop listening if no client is connecting: True when closed (the path removed)."""
+        import fcntl
 
         try:
-            with exclusive_lock(Path(self.lock_path)):
-                return self._close_unless_connecting()
+            lock = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError:
-            return self._close_unless_connecting()
-
-    def _close_unless_connecting(self) -> bool:
-        ready, _, _ = select.select([self.sock.fileno()], [], [], 0)
-        if ready:
-            return False  # a client connected meanwhile: serve it
-        if not self.moved():
-            with contextlib.suppress(OSError):
-                os.unlink(self.path)
-        self.sock.close()
-        return True
+            lock = -1
+        try:
+            if lock >= 0:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            ready, _, _ = select.select([self.sock.fileno()], [], [], 0)
+            if ready:
+                return False  # a client connected meanwhile: serve it
+            if not self.moved():
+                with contextlib.suppress(OSError):
+                    os.unlink(self.path)
+            self.sock.close()
+            return True
+        finally:
+            if lock >= 0:
+                os.close(lock)
 
 
 def serve_orders(
@@ -373,9 +373,7 @@ def main(argv: list[str]) -> int:
             os._exit(0)
         os.setsid()
         sock = socket.socket(fileno=int(options["listen-fd"]))
-        from cuda_agent.evaluator.launch.shared_template import DEFAULT_IDLE_S
-
-        idle_s = float(options.get("idle-s", DEFAULT_IDLE_S))
+        idle_s = float(options.get("idle-s", "30"))
         listening = Listening(sock, token, idle_s, options["lock"])
     else:
         sys.stderr.write(
