@@ -15,6 +15,10 @@ a taker of the exclusive lock holds the gate while it waits, so no new shared ho
 and the timing job is not starved by overlapping verifications. Where the gate file is missing
 (a lock folder made by an older version) the lock works without it.
 
+``exclusive_file_lock`` is the plain form: one ``flock`` held exclusively, for a short decision
+two processes must not make at once (a shared worker template's connect-or-start and its
+stop, ``evaluator/launch/shared_template.py``).
+
 It serialises measurements, not whole jobs: the pool's jobs overlap their compilation and their
 verification on one GPU and take turns timing. What it does not do: bound how long a holder
 keeps the lock (the worker's deadline and the device budget do).
@@ -109,3 +113,15 @@ def device_lock(path: Path | None) -> Iterator[None]:
         yield
     finally:
         lock.close()
+
+
+@contextmanager
+def exclusive_file_lock(path: Path | str) -> Iterator[None]:
+    """``flock`` on ``path`` (created ``0600`` if missing), held exclusively, waited for.
+    ``OSError`` if the file cannot be opened."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)

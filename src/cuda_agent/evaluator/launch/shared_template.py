@@ -31,7 +31,6 @@ workers are forked at all (``worker_spawn.py``).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
 import hashlib
 import hmac
@@ -43,6 +42,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from cuda_agent.core import secret
+from cuda_agent.core.locks import exclusive_file_lock
 from cuda_agent.core.paths import package_root
 
 SHARED_ENV = "CUDA_AGENT_SHARED_TEMPLATES"  # "0": every process starts its own templates
@@ -110,7 +110,7 @@ def connect(path: Path, env: dict[str, str], log_path: Path) -> socket.socket:
     folder.mkdir(mode=0o700, exist_ok=True)
     os.chmod(folder, 0o700)
     token = token_for(path)
-    with _locked(_lock_path(path)):
+    with exclusive_file_lock(_lock_path(path)):
         conn = _try_connect(path)
         if conn is None:
             _start(path, env, log_path, token)
@@ -151,17 +151,9 @@ def start_template_process(
 
 
 def _lock_path(path: Path) -> Path:
+    """The lock a client holds while it connects to (or starts) the template at ``path``, and
+    the template while it decides to stop listening there."""
     return path.with_suffix(".lock")
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
 
 
 def _try_connect(path: Path) -> socket.socket | None:

@@ -216,16 +216,13 @@ class Listening:
             return True
 
     def try_close(self) -> bool:
-        """Stop listening if no client is connecting: True when closed (the path removed)."""
-        import fcntl
+        """Stop listening if no client is connecting: True when closed (the path removed).
+        Where the lock file cannot be opened, decides without it."""
+        from cuda_agent.core.locks import exclusive_file_lock
 
-        try:
-            lock = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-        except OSError:
-            lock = -1
-        try:
-            if lock >= 0:
-                fcntl.flock(lock, fcntl.LOCK_EX)
+        with contextlib.ExitStack() as held:
+            with contextlib.suppress(OSError):
+                held.enter_context(exclusive_file_lock(self.lock_path))
             ready, _, _ = select.select([self.sock.fileno()], [], [], 0)
             if ready:
                 return False  # a client connected meanwhile: serve it
@@ -234,9 +231,6 @@ class Listening:
                     os.unlink(self.path)
             self.sock.close()
             return True
-        finally:
-            if lock >= 0:
-                os.close(lock)
 
 
 def serve_orders(
@@ -362,7 +356,7 @@ def main(argv: list[str]) -> int:
     ctl: socket.socket | None = None
     if "control-fd" in options:
         ctl = socket.socket(fileno=int(options["control-fd"]))
-    elif "listen-fd" in options and "lock" in options:
+    elif {"listen-fd", "lock", "idle-s"} <= options.keys():
         # shared (``evaluator/launch/shared_template.py``): the token comes on stdin, then the
         # template leaves its starter (a child of init, not of the command that started it)
         token = sys.stdin.readline().strip()
@@ -373,12 +367,12 @@ def main(argv: list[str]) -> int:
             os._exit(0)
         os.setsid()
         sock = socket.socket(fileno=int(options["listen-fd"]))
-        idle_s = float(options.get("idle-s", "30"))
+        idle_s = float(options["idle-s"])  # its default is the starter's (idle_seconds)
         listening = Listening(sock, token, idle_s, options["lock"])
     else:
         sys.stderr.write(
             "usage: python -m cuda_agent.evaluator.worker.template --control-fd=N\n"
-            "   or: ... --listen-fd=N --lock=PATH [--idle-s=S] (token on stdin)\n"
+            "   or: ... --listen-fd=N --lock=PATH --idle-s=S (token on stdin)\n"
         )
         return 2
     from cuda_agent.core.startup import without_collection
