@@ -4,7 +4,8 @@
   compiles only) holds: copies of torch's generated operator headers without their
   ``ATen/Context.h`` / ``ATen/DeviceGuard.h`` includes; ``torch/types.h`` without its includes
   (its ``torch`` namespace aliases on top of ``ATen/core/Tensor.h``); and one base header per
-  kind of unit (``ca_light_cuda.h`` for ``.cu`` files, ``ca_light_cxx.h`` for ``main.cpp``).
+  kind of unit (``ca_light_cuda.h`` for ``.cu`` files, ``ca_light_cxx.h`` for ``main.cpp``,
+  whose pybind11 glue comes last and compiles at ``-O1``: ``base_header_text``).
   Every file is derived from the installed torch headers when the index is built; none is
   stored in this repository.
 * The index: the stock umbrella (``torch/types.h`` then ``torch/extension.h``) is preprocessed
@@ -34,6 +35,7 @@ import subprocess
 import sysconfig
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from cuda_agent.core.paths import builds_dir
@@ -44,7 +46,7 @@ from cuda_agent.evaluator.builder.toolchain import CXX_STD, EXTENSION_DEFINE, To
 
 log = logging.getLogger(__name__)
 
-INDEX_VERSION = "5"
+INDEX_VERSION = "6"
 IDENTIFIERS_FILE = "identifiers.txt"
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 BASE_COMMON = (
@@ -64,10 +66,12 @@ BASE_COMMON = (
     "optional",
     "string_view",
 )
-BASE_EXTRA = {
-    "cuda": ("cuda.h", "cuda_runtime.h"),
-    "cxx": ("torch/csrc/utils/pybind.h", "torch/csrc/Exceptions.h"),
-}
+GLUE = ("torch/csrc/utils/pybind.h", "torch/csrc/Exceptions.h")
+BASE_EXTRA = {"cuda": ("cuda.h", "cuda_runtime.h"), "cxx": GLUE}
+# when the glue region of ``main.cpp``'s base header applies (``base_header_text``)
+GLUE_AT_O1 = (
+    "defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && !defined(__SANITIZE_ADDRESS__)"
+)
 HEAVY_OP_INCLUDES = re.compile(r"^#include <ATen/(Context|DeviceGuard)\.h>\n", re.M)
 OP_INCLUDE = re.compile(r"^#include <ATen/ops/(\w+)\.h>", re.M)
 OP_INCLUDE_LINE = re.compile(r"^#include <ATen/ops/(\w+)\.h>.*\n", re.M)
@@ -215,6 +219,9 @@ def _build(folder: Path, toolchain: Toolchain, timeout: float) -> None:
         if path in by_path:
             for namespace, name in declared:
                 names.setdefault(name, []).append((by_path[path], namespace))
+    include_as = [
+        _includable(p, scanner.parents, roots[1:]) or s for p, s in zip(paths, files, strict=True)
+    ]
     base: dict[str, list[int]] = {}
     for kind in kinds:
         header = f"ca_light_{kind}.h"
@@ -228,13 +235,16 @@ def _build(folder: Path, toolchain: Toolchain, timeout: float) -> None:
         )
         seen = {_spelling(p, roots) for p in MARKER.findall(text)}
         base[kind] = sorted(position[s] for s in seen if s in position)
+        if kind == "cxx":  # the glue-free part's closure, to find what only the glue brings
+            glue_free = "".join(f"#include <{h}>\n" for h in (*BASE_COMMON, "torch/types.h"))
+            free = _preprocess(toolchain, glue_free, folder, [f"-I{shadow}"], timeout)
+            glue_only = set(MARKER.findall(text)) - set(MARKER.findall(free))
+            first = _glue_first(glue_only, lambda p: _includable(p, scanner.parents, roots[1:]))
+            (shadow / "ca_light_cxx.h").write_text(base_header_text(kind, first), encoding="utf-8")
     data = {
         "version": INDEX_VERSION,
         "files": files,
-        "include_as": [
-            _includable(p, scanner.parents, roots[1:]) or s
-            for p, s in zip(paths, files, strict=True)
-        ],
+        "include_as": include_as,
         "levels": [1 if i < extension_at else 2 for i in range(len(files))],
         "names": {k: sorted(set(v)) for k, v in names.items()},
         "macros": {k: sorted(v) for k, v in scanner.macros.items() if v},
@@ -269,9 +279,44 @@ def _write_shadow(shadow: Path, toolchain: Toolchain, kinds: list[str]) -> None:
         "#pragma once\n#include <ATen/core/Tensor.h>\n" + kept, encoding="utf-8"
     )
     for kind in kinds:
+        (shadow / f"ca_light_{kind}.h").write_text(base_header_text(kind), encoding="utf-8")
+
+
+def base_header_text(kind: str, first: tuple[str, ...] = ()) -> str:
+    """The base header of a kind of unit. For ``main.cpp`` (``cxx``), torch's pybind11 glue
+    (``GLUE``) comes last, inside a region compiled at ``-O1`` when the unit optimises for
+    speed without AddressSanitizer: the casters, ``cpp_function``'s dispatcher and the module
+    machinery are about a fifth of an ``-O3`` compile of a small unit (4.8 -> 4.0 s, light
+    layout, header precompiled) and run once per call, not per element. The candidate's own
+    code, and every header before the region, keep the unit's level: ``first`` names the
+    standard and ATen headers the glue would otherwise bring in inside the region (``std::map``,
+    ``std::thread``...), so that a kernel using them gets them at its own level."""
+    if kind != "cxx":
         headers = (*BASE_EXTRA[kind], *BASE_COMMON, "torch/types.h")
-        body = "".join(f"#include <{h}>\n" for h in headers)
-        (shadow / f"ca_light_{kind}.h").write_text("#pragma once\n" + body, encoding="utf-8")
+        return "#pragma once\n" + "".join(f"#include <{h}>\n" for h in headers)
+    lines = ["#pragma once"]
+    lines += [f"#include <{h}>" for h in dict.fromkeys((*BASE_COMMON, "torch/types.h", *first))]
+    lines += [
+        f"#if {GLUE_AT_O1}",
+        "#pragma GCC push_options",
+        '#pragma GCC optimize("O1")',
+        "#endif",
+    ]
+    lines += [f"#include <{h}>" for h in GLUE]
+    lines += [f"#if {GLUE_AT_O1}", "#pragma GCC pop_options", "#endif"]
+    return "\n".join(lines) + "\n"
+
+
+def _glue_first(glue_only: set[str], includable: Callable[[str], str | None]) -> tuple[str, ...]:
+    """Of the files (paths) only the glue brings into the base header, the C++ library's (the
+    compiler's ``c++`` folder: ``<map>``, ``<thread>``, its ``<math.h>``) and ATen/c10's, as
+    includable spellings; in no particular order (each is self-contained)."""
+    found = []
+    for path in sorted(glue_only):
+        name = includable(path)
+        if name is not None and ("/c++/" in path or name.startswith(("ATen/", "c10/"))):
+            found.append(name)
+    return tuple(dict.fromkeys(found))
 
 
 def _find(toolchain: Toolchain, spelling: str) -> Path:
