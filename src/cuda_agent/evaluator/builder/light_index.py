@@ -65,6 +65,7 @@ BASE_COMMON = (
     "c10/util/OptionalArrayRef.h",
     "optional",
     "string_view",
+    "torch/types.h",  # the shadow copy: its namespace aliases, none of its includes
 )
 GLUE = ("torch/csrc/utils/pybind.h", "torch/csrc/Exceptions.h")
 BASE_EXTRA = {"cuda": ("cuda.h", "cuda_runtime.h"), "cxx": GLUE}
@@ -219,9 +220,6 @@ def _build(folder: Path, toolchain: Toolchain, timeout: float) -> None:
         if path in by_path:
             for namespace, name in declared:
                 names.setdefault(name, []).append((by_path[path], namespace))
-    include_as = [
-        _includable(p, scanner.parents, roots[1:]) or s for p, s in zip(paths, files, strict=True)
-    ]
     base: dict[str, list[int]] = {}
     for kind in kinds:
         header = f"ca_light_{kind}.h"
@@ -236,7 +234,7 @@ def _build(folder: Path, toolchain: Toolchain, timeout: float) -> None:
         seen = {_spelling(p, roots) for p in MARKER.findall(text)}
         base[kind] = sorted(position[s] for s in seen if s in position)
         if kind == "cxx":  # the glue-free part's closure, to find what only the glue brings
-            glue_free = "".join(f"#include <{h}>\n" for h in (*BASE_COMMON, "torch/types.h"))
+            glue_free = "".join(f"#include <{h}>\n" for h in BASE_COMMON)
             free = _preprocess(toolchain, glue_free, folder, [f"-I{shadow}"], timeout)
             glue_only = set(MARKER.findall(text)) - set(MARKER.findall(free))
             first = _glue_first(glue_only, lambda p: _includable(p, scanner.parents, roots[1:]))
@@ -244,7 +242,10 @@ def _build(folder: Path, toolchain: Toolchain, timeout: float) -> None:
     data = {
         "version": INDEX_VERSION,
         "files": files,
-        "include_as": include_as,
+        "include_as": [
+            _includable(p, scanner.parents, roots[1:]) or s
+            for p, s in zip(paths, files, strict=True)
+        ],
         "levels": [1 if i < extension_at else 2 for i in range(len(files))],
         "names": {k: sorted(set(v)) for k, v in names.items()},
         "macros": {k: sorted(v) for k, v in scanner.macros.items() if v},
@@ -286,16 +287,17 @@ def base_header_text(kind: str, first: tuple[str, ...] = ()) -> str:
     """The base header of a kind of unit. For ``main.cpp`` (``cxx``), torch's pybind11 glue
     (``GLUE``) comes last, inside a region compiled at ``-O1`` when the unit optimises for
     speed without AddressSanitizer: the casters, ``cpp_function``'s dispatcher and the module
-    machinery are about a fifth of an ``-O3`` compile of a small unit (4.8 -> 4.0 s, light
-    layout, header precompiled) and run once per call, not per element. The candidate's own
-    code, and every header before the region, keep the unit's level: ``first`` names the
-    standard and ATen headers the glue would otherwise bring in inside the region (``std::map``,
-    ``std::thread``...), so that a kernel using them gets them at its own level."""
+    machinery run once per call, not per element, and took about a quarter of an ``-O3``
+    compile of a one-function module (4.75-5.48 -> 3.64-3.80 s of CPU, light layout, header
+    precompiled). The candidate's own code, and every header before the region, keep the unit's
+    level: ``first`` names the standard and ATen headers the glue would otherwise bring in
+    inside the region (``std::map``, ``std::thread``...), so that a kernel using them gets
+    them at its own level."""
     if kind != "cxx":
-        headers = (*BASE_EXTRA[kind], *BASE_COMMON, "torch/types.h")
+        headers = (*BASE_EXTRA[kind], *BASE_COMMON)
         return "#pragma once\n" + "".join(f"#include <{h}>\n" for h in headers)
     lines = ["#pragma once"]
-    lines += [f"#include <{h}>" for h in dict.fromkeys((*BASE_COMMON, "torch/types.h", *first))]
+    lines += [f"#include <{h}>" for h in dict.fromkeys((*BASE_COMMON, *first))]
     lines += [
         f"#if {GLUE_AT_O1}",
         "#pragma GCC push_options",
