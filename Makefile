@@ -16,21 +16,10 @@ STAMP := $(VENV)/.installed
 # (collection 13 s against 10 s). Evaluation workers and sandboxes still write none.
 unexport PYTHONDONTWRITEBYTECODE
 
-$(STAMP): pyproject.toml requirements.lock requirements-nodeps.lock
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	@# the lock pins every requirement of its pins (tests/test_locks.py), so it installs without
-	@# resolving (--no-deps), in two halves beside the model parts: three pip processes at once
-	@# (pip unpacks on one core; about 15 s for the three against 22 s for one)
-	awk 'NR % 2 == 1' requirements.lock > $(VENV)/lock-half-1.txt
-	awk 'NR % 2 == 0' requirements.lock > $(VENV)/lock-half-2.txt
-	@# (each waited for, whichever fails: none is left running when the target stops)
-	$(BIN)/pip install --quiet --no-compile --no-deps -r requirements-nodeps.lock & parts=$$!; \
-	$(BIN)/pip install --quiet --no-compile --no-deps -r $(VENV)/lock-half-1.txt & half=$$!; \
-	$(BIN)/pip install --quiet --no-compile --no-deps -r $(VENV)/lock-half-2.txt; second=$$?; \
-	wait $$half; first=$$?; wait $$parts; nodeps=$$?; \
-	test $$first = 0 && test $$second = 0 && test $$nodeps = 0
-	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
+$(STAMP): pyproject.toml requirements.lock requirements-nodeps.lock scripts/install_locks.py
+	@# the locks' pins, the latest pip and this repository (editable): with uv where pip can
+	@# fetch it (about 20 s on two cores), else with three pip processes at once (about 35 s)
+	$(PYTHON) scripts/install_locks.py $(VENV)
 	@# the byte code pip would have compiled one file at a time, on every core (like pip, a
 	@# file that does not compile, such as a package's Python 2 example, is left as it is),
 	@# but for the packages' own test folders, which nothing imports (15% of the bytes)
@@ -41,8 +30,8 @@ demo: $(STAMP)
 	$(BIN)/cuda-agent demo
 
 check: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks examples
-	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/ruff check src tests benchmarks examples scripts
+	$(BIN)/ruff format --check src tests benchmarks examples scripts
 	$(BIN)/mypy
 
 # the fast tier: no test marked slow (a build of its own, workers in numbers, long runs)
