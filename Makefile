@@ -18,7 +18,7 @@ unexport PYTHONDONTWRITEBYTECODE
 
 $(STAMP): pyproject.toml requirements.lock requirements-nodeps.lock scripts/install_locks.py
 	@# the locks' pins, the latest pip and this repository (editable): with uv where pip can
-	@# fetch it (about 20 s on two cores), else with three pip processes at once (about 35 s)
+	@# fetch it (about 13 s on two cores), else with three pip processes at once (33-40 s)
 	$(PYTHON) scripts/install_locks.py $(VENV)
 	@# the byte code pip would have compiled one file at a time, on every core (like pip, a
 	@# file that does not compile, such as a package's Python 2 example, is left as it is),

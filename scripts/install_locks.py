@@ -8,8 +8,9 @@ works:
   the package indexes pip is configured with), then told those same indexes
   (``uv_source_args``: ``index-url``, ``extra-index-url``, ``find-links`` and ``cert`` of
   ``pip config list``, environment variables included) and pip's way of choosing among them
-  (every index at once: ``--index-strategy unsafe-best-match``). On the 2-core machine it installs
-  the locks in about 20 s where pip takes about 31 (it unpacks wheels on every core).
+  (every index at once: ``--index-strategy unsafe-best-match``). On the 2-core machine the
+  whole way took 12.6 s (uv fetched 2.0, the locks 9.8) where pip's took 32.5-40 s (its locks
+  23.6-31.4): uv unpacks wheels on every core.
 * **pip**, where uv cannot be fetched or fails: ``python -m venv`` with its own pip, upgraded,
   and the locks installed by three pip processes at once (pip unpacks on one core).
 
